@@ -1,0 +1,2 @@
+//! `bkbench`: a fio-style benchmark harness for bookies.
+fn main() {}

@@ -1,0 +1,1 @@
+//! bookie: the server library (request handling, registration, config).

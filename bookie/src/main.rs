@@ -1,0 +1,2 @@
+//! The `bookie` binary.
+fn main() {}

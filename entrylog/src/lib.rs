@@ -1,0 +1,1 @@
+//! bk-entrylog: placeholder; the owning issue fills this crate in.

@@ -1,0 +1,1 @@
+//! bk-journal: placeholder; the owning issue fills this crate in.

@@ -1,0 +1,1 @@
+//! bk-proto: placeholder; the owning issue fills this crate in.
