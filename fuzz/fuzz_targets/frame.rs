@@ -1,0 +1,5 @@
+//! Fuzz target `frame`: placeholder until its owning crate provides the decoder.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = data;
+});
