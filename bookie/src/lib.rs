@@ -1,1 +1,19 @@
-//! bookie: the server library (request handling, registration, config).
+//! bookie: the BookKeeper-compatible storage node (server library behind the `bookie` binary).
+//!
+//! Module ownership (see ARCHITECTURE.md):
+//! - request path: `server` (connections, framing, dispatch, backpressure), `handlers`
+//!   (one function per bookie operation), `storage` (the journal + entry log pair, start-up
+//!   replay, checkpointing);
+//! - operations: `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus
+//!   `/metrics` with stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available /
+//!   read-only nodes, session expiry), `cookie` (the cookie text format and `current/VERSION`),
+//!   `gc_scan` (the ledger tree scan that tells GC which ledgers still exist).
+
+pub mod config;
+pub mod cookie;
+pub mod gc_scan;
+pub mod handlers;
+pub mod metrics;
+pub mod registration;
+pub mod server;
+pub mod storage;

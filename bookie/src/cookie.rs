@@ -1,0 +1,1 @@
+//! `cookie`: owned by the operations engineer; being written.

@@ -1,0 +1,1 @@
+//! `gc_scan`: owned by the operations engineer; being written.

@@ -1,0 +1,1 @@
+//! `handlers`: owned by the request-path engineer; being written.

@@ -1,0 +1,1 @@
+//! `metrics`: owned by the operations engineer; being written.

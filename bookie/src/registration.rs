@@ -1,0 +1,1 @@
+//! `registration`: owned by the operations engineer; being written.

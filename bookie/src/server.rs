@@ -1,0 +1,1 @@
+//! `server`: owned by the request-path engineer; being written.

@@ -1,0 +1,1 @@
+//! `storage`: owned by the request-path engineer; being written.
