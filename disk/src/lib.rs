@@ -25,6 +25,19 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod fsutil;
+
+pub mod sim;
+pub mod syscall;
+
+pub use sim::{FaultEvent, Faults, SimDisk, SimFs};
+pub use syscall::SyscallDisk;
+
+/// Default bound on operations submitted and not yet reaped, per disk instance. When
+/// it is reached, [`Disk::submit`] fails with EAGAIN (`io::ErrorKind::WouldBlock`)
+/// and the caller must reap first. Every backend applies the same bound.
+pub const DEFAULT_QUEUE_DEPTH: usize = 128;
+
 /// Alignment and granularity of every data operation: offsets and lengths of reads
 /// and writes are multiples of this (what O_DIRECT needs on 4Kn and 512e devices).
 pub const SECTOR: usize = 4096;
