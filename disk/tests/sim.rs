@@ -191,7 +191,10 @@ fn handles_are_stale_after_crash() {
 }
 
 /// A workload with reordering, faults and a crash; returns everything observable.
-fn scripted(seed: u64) -> (Vec<(u64, Result<usize, i32>)>, Vec<u8>, Vec<FaultEvent>) {
+/// Completions seen (user_data, result or errno), the durable file, the fault log.
+type Outcome = (Vec<(u64, Result<usize, i32>)>, Vec<u8>, Vec<FaultEvent>);
+
+fn scripted(seed: u64) -> Outcome {
     let fs = SimFs::with_faults(
         seed,
         Faults {
