@@ -27,11 +27,17 @@ use std::path::{Path, PathBuf};
 
 mod fsutil;
 
+pub mod backend;
+pub mod checked;
 pub mod sim;
 pub mod syscall;
+pub mod uring;
 
+pub use backend::{open_disk, DiskConfig, DiskKind, OpenedDisk};
+pub use checked::Checked;
 pub use sim::{FaultEvent, Faults, SimDisk, SimFs};
 pub use syscall::SyscallDisk;
+pub use uring::UringDisk;
 
 /// Default bound on operations submitted and not yet reaped, per disk instance. When
 /// it is reached, [`Disk::submit`] fails with EAGAIN (`io::ErrorKind::WouldBlock`)

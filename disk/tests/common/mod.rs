@@ -218,7 +218,14 @@ pub fn conformance(d: &mut dyn Disk, root: &Path) {
     // Space.
     let s = d.space(root).unwrap();
     assert!(s.total_bytes > 0 && s.free_bytes <= s.total_bytes, "{s:?}");
+}
 
+/// Misuse that bare backends must report as errors (under `Checked` it panics).
+/// Runs in the existing directory `root`.
+pub fn misuse(d: &mut dyn Disk, root: &Path) {
+    let dir = root;
+    let f = d.open(&dir.join("m"), rw()).unwrap();
+    d.close(f).unwrap();
     // Bad FileId: submit fails with EBADF and nothing is queued; namespace calls fail.
     let bad = FileId(987_654);
     let e = d.submit(1, Op::Fdatasync { file: bad }).unwrap_err();
@@ -239,6 +246,8 @@ pub fn conformance(d: &mut dyn Disk, root: &Path) {
     assert!(d.set_len(bad, 0).is_err());
     assert!(d.close(bad).is_err());
     assert!(d.close(f).is_err(), "closing twice fails");
+    let e = d.submit(1, Op::Fdatasync { file: f }).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EBADF), "op on a closed file");
 
     // A read longer than the buffer is refused at submit.
     let k = d.open(&dir.join("k"), rw()).unwrap();

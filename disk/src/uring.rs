@@ -1,0 +1,505 @@
+//! `UringDisk`: the [`Disk`] backend on io_uring (crate `io-uring` 0.7), one ring per
+//! instance, owned by one thread.
+//!
+//! Data operations become SQEs: `Write`, `Read`, `Fdatasync` (Fsync with
+//! `IORING_FSYNC_DATASYNC`), `Fallocate`, and `WriteDatasync` as a Write flagged
+//! `IOSQE_IO_LINK` followed by a datasync Fsync, reported to the caller as ONE
+//! completion. Namespace operations (open, rename, sync_dir, ...) are plain
+//! synchronous system calls (shared with the syscall backend).
+//!
+//! Invariants:
+//! - every operation's buffer lives in a slab slot from submit until all of its
+//!   CQEs have arrived; the kernel only ever sees pointers to slot-owned buffers, and
+//!   `Drop` waits for every CQE before freeing them (if the ring itself fails, the
+//!   buffers are leaked rather than freed under the kernel);
+//! - a CQE's `user_data` is `slot << 1 | part` (part 1 = the linked fsync), never the
+//!   caller's value, which stays in the slot;
+//! - `submit` pushes the SQEs and enters the kernel at once (no waiting), so an
+//!   operation starts when it is submitted, not when it is reaped;
+//! - **queue depth**: at most `queue_depth` operations are submitted and not yet
+//!   reaped; `submit` beyond that fails with EAGAIN (`ErrorKind::WouldBlock`) without
+//!   queueing, and the caller reaps first. The SQ has room for 2 SQEs per operation
+//!   and the CQ for twice that, so neither can overflow;
+//! - a write (plain or linked) that transfers fewer bytes than asked is an error for
+//!   the caller (EIO), never a short success. In a `WriteDatasync` whose write fails
+//!   or is short, the kernel cancels the linked fsync (-ECANCELED); the caller sees the
+//!   write's error (or EIO for a short write), and nothing was synced. If the write
+//!   succeeded and the fsync failed, the caller sees the fsync's error;
+//! - a read sets `buf.len()` to the count, short only at end of file;
+//! - `close` fails with EBUSY while operations of that file are not reaped.
+
+use crate::fsutil::{self, errno};
+use crate::{AlignedBuf, Completion, Disk, FileId, Op, OpenOptions, SpaceInfo};
+use io_uring::{opcode, squeue, types, IoUring};
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Write,
+    WriteDatasync,
+    Read,
+    Fsync,
+    Fallocate,
+}
+
+struct Slot {
+    user_data: u64,
+    file: FileId,
+    kind: Kind,
+    buf: Option<AlignedBuf>,
+    /// Bytes a write asked for.
+    want: usize,
+    cqes_left: u8,
+    first: i32,
+    second: i32,
+}
+
+struct UFile {
+    file: File,
+    direct: bool,
+    unreaped: usize,
+}
+
+/// The io_uring backend. See the module docs.
+pub struct UringDisk {
+    ring: IoUring,
+    files: HashMap<FileId, UFile>,
+    next_id: u32,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    ready: VecDeque<(FileId, Completion)>,
+    queue_depth: usize,
+    /// Operations submitted and not yet reaped (in the kernel or in `ready`).
+    unreaped: usize,
+    /// Operations whose CQEs have not all arrived.
+    in_kernel: usize,
+    direct_refusals: u64,
+}
+
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+    )
+}
+
+impl UringDisk {
+    /// A ring allowing `queue_depth` (at least 1) unreaped operations. Fails where
+    /// io_uring cannot be set up (ENOSYS, EPERM under `io_uring_disabled` or seccomp)
+    /// or lacks one of the opcodes used (EOPNOTSUPP).
+    pub fn new(queue_depth: usize) -> io::Result<UringDisk> {
+        let queue_depth = queue_depth.clamp(1, 1 << 14);
+        let entries = u32::try_from((2 * queue_depth).next_power_of_two())
+            .map_err(|_| errno(libc::EINVAL))?;
+        let ring = IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .build(entries)?;
+        let mut probe = io_uring::Probe::new();
+        ring.submitter().register_probe(&mut probe)?;
+        for code in [
+            opcode::Write::CODE,
+            opcode::Read::CODE,
+            opcode::Fsync::CODE,
+            opcode::Fallocate::CODE,
+        ] {
+            if !probe.is_supported(code) {
+                return Err(errno(libc::EOPNOTSUPP));
+            }
+        }
+        Ok(UringDisk {
+            ring,
+            files: HashMap::new(),
+            next_id: 0,
+            slots: (0..queue_depth).map(|_| None).collect(),
+            free: (0..queue_depth).rev().collect(),
+            ready: VecDeque::new(),
+            queue_depth,
+            unreaped: 0,
+            in_kernel: 0,
+            direct_refusals: 0,
+        })
+    }
+
+    /// How many opens asked for O_DIRECT and were refused it by the file system.
+    pub fn direct_refusals(&self) -> u64 {
+        self.direct_refusals
+    }
+
+    /// Whether an open file really uses O_DIRECT.
+    pub fn is_direct(&self, file: FileId) -> Option<bool> {
+        self.files.get(&file).map(|f| f.direct)
+    }
+
+    /// The bound on unreaped operations.
+    pub fn queue_depth(&self) -> usize {
+        self.queue_depth
+    }
+
+    fn get(&self, file: FileId) -> io::Result<&UFile> {
+        self.files.get(&file).ok_or_else(|| errno(libc::EBADF))
+    }
+
+    /// Moves every available CQE into its slot; finished slots become completions.
+    fn drain_cq(&mut self) {
+        let cqes: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (ud, res) in cqes {
+            let idx = (ud >> 1) as usize;
+            let part = ud & 1;
+            let Some(Some(slot)) = self.slots.get_mut(idx) else {
+                // Only our own encoded values are ever submitted.
+                debug_assert!(false, "CQE for an unknown slot {idx}");
+                continue;
+            };
+            if part == 0 {
+                slot.first = res;
+            } else {
+                slot.second = res;
+            }
+            slot.cqes_left -= 1;
+            if slot.cqes_left == 0 {
+                if let Some(slot) = self.slots[idx].take() {
+                    self.free.push(idx);
+                    self.in_kernel -= 1;
+                    let file = slot.file;
+                    self.ready.push_back((file, finish(slot)));
+                }
+            }
+        }
+    }
+
+    /// The ring failed for good: report every in-kernel operation as failed. Their
+    /// buffers are leaked, not freed, since the kernel may still write into them.
+    fn fail_all(&mut self, e: &io::Error) {
+        for idx in 0..self.slots.len() {
+            if let Some(mut slot) = self.slots[idx].take() {
+                if let Some(buf) = slot.buf.take() {
+                    std::mem::forget(buf);
+                }
+                self.free.push(idx);
+                self.in_kernel -= 1;
+                let c = Completion {
+                    user_data: slot.user_data,
+                    result: Err(io::Error::new(e.kind(), format!("io_uring failed: {e}"))),
+                    buf: None,
+                };
+                self.ready.push_back((slot.file, c));
+            }
+        }
+    }
+
+    /// Waits for at least one CQE (or for a transient condition to pass).
+    fn wait_one(&mut self) {
+        match self.ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if transient(&e) => {}
+            Err(e) => self.fail_all(&e),
+        }
+    }
+}
+
+fn finish(mut slot: Slot) -> Completion {
+    let err = |res: i32| errno(-res);
+    let result: io::Result<usize> = match slot.kind {
+        Kind::Write => {
+            if slot.first < 0 {
+                Err(err(slot.first))
+            } else if (slot.first as usize) < slot.want {
+                Err(errno(libc::EIO)) // short write
+            } else {
+                Ok(slot.first as usize)
+            }
+        }
+        Kind::WriteDatasync => {
+            if slot.first < 0 {
+                Err(err(slot.first)) // the linked fsync was cancelled
+            } else if (slot.first as usize) < slot.want || slot.second == -libc::ECANCELED {
+                // A short write (the kernel then cancels the linked fsync): EIO.
+                Err(errno(libc::EIO))
+            } else if slot.second < 0 {
+                Err(err(slot.second))
+            } else {
+                Ok(slot.first as usize)
+            }
+        }
+        Kind::Read => {
+            if slot.first < 0 {
+                if let Some(b) = slot.buf.as_mut() {
+                    b.set_len(0);
+                }
+                Err(err(slot.first))
+            } else {
+                let n = slot.first as usize;
+                if let Some(b) = slot.buf.as_mut() {
+                    b.set_len(n);
+                }
+                Ok(n)
+            }
+        }
+        Kind::Fsync | Kind::Fallocate => {
+            if slot.first < 0 {
+                Err(err(slot.first))
+            } else {
+                Ok(0)
+            }
+        }
+    };
+    Completion {
+        user_data: slot.user_data,
+        result,
+        buf: slot.buf,
+    }
+}
+
+impl Disk for UringDisk {
+    fn open(&mut self, path: &Path, opts: OpenOptions) -> io::Result<FileId> {
+        let opened = fsutil::open_file(path, opts)?;
+        if opened.direct_refused {
+            self.direct_refusals += 1;
+        }
+        let id = loop {
+            let id = FileId(self.next_id);
+            self.next_id = self.next_id.wrapping_add(1);
+            if !self.files.contains_key(&id) {
+                break id;
+            }
+        };
+        self.files.insert(
+            id,
+            UFile {
+                file: opened.file,
+                direct: opened.direct,
+                unreaped: 0,
+            },
+        );
+        Ok(id)
+    }
+
+    fn close(&mut self, file: FileId) -> io::Result<()> {
+        if self.get(file)?.unreaped > 0 {
+            return Err(errno(libc::EBUSY));
+        }
+        self.files.remove(&file);
+        Ok(())
+    }
+
+    fn file_len(&mut self, file: FileId) -> io::Result<u64> {
+        Ok(self.get(file)?.file.metadata()?.len())
+    }
+
+    fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
+        self.get(file)?.file.set_len(len)
+    }
+
+    fn remove(&mut self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        fsutil::sync_dir(dir)
+    }
+
+    fn create_dir_all(&mut self, dir: &Path) -> io::Result<()> {
+        fsutil::create_dir_all(dir)
+    }
+
+    fn list_dir(&mut self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        fsutil::list_dir(dir)
+    }
+
+    fn space(&mut self, dir: &Path) -> io::Result<SpaceInfo> {
+        fsutil::space(dir)
+    }
+
+    fn submit(&mut self, user_data: u64, op: Op) -> io::Result<()> {
+        if self.unreaped >= self.queue_depth {
+            return Err(errno(libc::EAGAIN));
+        }
+        let file = op.file();
+        let fd = types::Fd(self.get(file)?.file.as_raw_fd());
+        let io_len = |n: usize| u32::try_from(n).map_err(|_| errno(libc::EINVAL));
+        let (kind, mut buf, want, io_bytes, offset, falloc_len) = match op {
+            Op::Write { offset, buf, .. } => {
+                let n = buf.len();
+                (Kind::Write, Some(buf), n, io_len(n)?, offset, 0)
+            }
+            Op::WriteDatasync { offset, buf, .. } => {
+                let n = buf.len();
+                (Kind::WriteDatasync, Some(buf), n, io_len(n)?, offset, 0)
+            }
+            Op::Read {
+                offset, len, buf, ..
+            } => {
+                if len > buf.capacity() {
+                    return Err(errno(libc::EINVAL));
+                }
+                (Kind::Read, Some(buf), 0, io_len(len)?, offset, 0)
+            }
+            Op::Fdatasync { .. } => (Kind::Fsync, None, 0, 0, 0, 0),
+            Op::Fallocate { offset, len, .. } => (Kind::Fallocate, None, 0, 0, offset, len),
+        };
+        let Some(idx) = self.free.pop() else {
+            // unreaped < queue_depth guarantees a free slot.
+            return Err(errno(libc::EAGAIN));
+        };
+        let ud = (idx as u64) << 1;
+        let ptr = buf
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+        let mut sqes: [Option<squeue::Entry>; 2] = [None, None];
+        match kind {
+            Kind::Write => {
+                sqes[0] = Some(
+                    opcode::Write::new(fd, ptr, io_bytes)
+                        .offset(offset)
+                        .build()
+                        .user_data(ud),
+                );
+            }
+            Kind::WriteDatasync => {
+                sqes[0] = Some(
+                    opcode::Write::new(fd, ptr, io_bytes)
+                        .offset(offset)
+                        .build()
+                        .flags(squeue::Flags::IO_LINK)
+                        .user_data(ud),
+                );
+                sqes[1] = Some(
+                    opcode::Fsync::new(fd)
+                        .flags(types::FsyncFlags::DATASYNC)
+                        .build()
+                        .user_data(ud | 1),
+                );
+            }
+            Kind::Read => {
+                sqes[0] = Some(
+                    opcode::Read::new(fd, ptr, io_bytes)
+                        .offset(offset)
+                        .build()
+                        .user_data(ud),
+                );
+            }
+            Kind::Fsync => {
+                sqes[0] = Some(
+                    opcode::Fsync::new(fd)
+                        .flags(types::FsyncFlags::DATASYNC)
+                        .build()
+                        .user_data(ud),
+                );
+            }
+            Kind::Fallocate => {
+                sqes[0] = Some(
+                    opcode::Fallocate::new(fd, falloc_len)
+                        .offset(offset)
+                        .mode(0)
+                        .build()
+                        .user_data(ud),
+                );
+            }
+        }
+        let n_sqes = sqes.iter().flatten().count();
+        // Room for both SQEs of a linked pair (always true by sizing; be defensive).
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < n_sqes {
+            if let Err(e) = self.ring.submit() {
+                if !transient(&e) {
+                    self.free.push(idx);
+                    return Err(e);
+                }
+            }
+            let sq = self.ring.submission();
+            if sq.capacity() - sq.len() < n_sqes {
+                drop(sq);
+                self.free.push(idx);
+                return Err(errno(libc::EAGAIN));
+            }
+        }
+        self.slots[idx] = Some(Slot {
+            user_data,
+            file,
+            kind,
+            buf,
+            want,
+            cqes_left: n_sqes as u8,
+            first: 0,
+            second: 0,
+        });
+        {
+            let mut sq = self.ring.submission();
+            for e in sqes.into_iter().flatten() {
+                // SAFETY: the buffer the SQE points to is owned by slot `idx`, which is
+                // only emptied after the last CQE of this operation arrives (or leaked
+                // by `fail_all`); the fd stays open because `close` refuses while the
+                // operation is unreaped. Room was checked above.
+                if unsafe { sq.push(&e) }.is_err() {
+                    debug_assert!(false, "SQ full after the room check");
+                }
+            }
+        }
+        self.unreaped += 1;
+        self.in_kernel += 1;
+        if let Some(f) = self.files.get_mut(&file) {
+            f.unreaped += 1;
+        }
+        // Start the I/O now; a transient failure leaves the SQEs for the next enter.
+        if let Err(e) = self.ring.submit() {
+            if !transient(&e) {
+                self.fail_all(&e);
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize) -> Vec<Completion> {
+        let min = min.min(self.unreaped);
+        if !self.ring.submission().is_empty() {
+            if let Err(e) = self.ring.submit() {
+                if !transient(&e) {
+                    self.fail_all(&e);
+                }
+            }
+        }
+        self.drain_cq();
+        while self.ready.len() < min {
+            self.wait_one();
+            self.drain_cq();
+        }
+        let mut out = Vec::with_capacity(self.ready.len());
+        while let Some((file, c)) = self.ready.pop_front() {
+            if let Some(f) = self.files.get_mut(&file) {
+                f.unreaped -= 1;
+            }
+            self.unreaped -= 1;
+            out.push(c);
+        }
+        out
+    }
+
+    fn in_flight(&self) -> usize {
+        self.unreaped
+    }
+}
+
+impl Drop for UringDisk {
+    fn drop(&mut self) {
+        // The kernel may still write into slot buffers: wait for every CQE first.
+        while self.in_kernel > 0 {
+            self.wait_one();
+            self.drain_cq();
+        }
+    }
+}
