@@ -1,0 +1,223 @@
+//! Java properties text (`bk_server.conf`) -> ordered `(key, value)` pairs.
+//!
+//! Owns only the lexical format; typed interpretation lives in `config.rs`.
+//!
+//! Format (java.util.Properties `load`, the subset BookKeeper files use):
+//! * a *logical line* is one or more physical lines joined where a line ends with an odd number
+//!   of `\` (the `\` and the next line's leading whitespace are dropped);
+//! * leading whitespace (space, tab, form feed) is skipped; blank lines are ignored; lines whose
+//!   first non-blank character is `#` or `!` are comments (comments do not continue);
+//! * the key ends at the first unescaped `=`, `:` or whitespace; whitespace around the separator
+//!   and a single `=`/`:` are skipped; the value is the rest of the line (trailing whitespace is
+//!   kept by Java, we trim it because stock files never mean it and it breaks numbers);
+//! * escapes in keys and values: `\t \n \r \f`, `\uXXXX`, and `\c` = `c` for any other `c`.
+//!
+//! Invariants: never panics on any input (it is a trust boundary: operator-edited text);
+//! a malformed `\u` escape is an error naming the line, not a silent substitution.
+
+use std::fmt;
+
+/// One `key=value` entry with the 1-based physical line where its logical line started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Property {
+    pub key: String,
+    pub value: String,
+    pub line: usize,
+}
+
+/// A lexical error in the properties text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertiesError {
+    pub line: usize,
+    pub reason: String,
+}
+
+impl fmt::Display for PropertiesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.reason)
+    }
+}
+
+impl std::error::Error for PropertiesError {}
+
+fn is_blank(c: char) -> bool {
+    c == ' ' || c == '\t' || c == '\x0c'
+}
+
+/// Parses properties text into entries in file order (duplicates are kept; the caller decides).
+pub fn parse(text: &str) -> Result<Vec<Property>, PropertiesError> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((idx, first)) = lines.next() {
+        let start_line = idx + 1;
+        let trimmed = first.trim_start_matches(is_blank);
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!') {
+            continue;
+        }
+        // Join continuation lines.
+        let mut logical = String::new();
+        let mut current = trimmed.to_string();
+        loop {
+            let trailing = current.chars().rev().take_while(|c| *c == '\\').count();
+            if trailing % 2 == 1 {
+                current.pop();
+                logical.push_str(&current);
+                match lines.next() {
+                    Some((_, next)) => current = next.trim_start_matches(is_blank).to_string(),
+                    None => break,
+                }
+            } else {
+                logical.push_str(&current);
+                break;
+            }
+        }
+        let (key, value) = split_key_value(&logical);
+        let key = unescape(key).map_err(|reason| PropertiesError {
+            line: start_line,
+            reason,
+        })?;
+        let value = unescape(value).map_err(|reason| PropertiesError {
+            line: start_line,
+            reason,
+        })?;
+        out.push(Property {
+            key,
+            value: value.trim_end_matches(is_blank).to_string(),
+            line: start_line,
+        });
+    }
+    Ok(out)
+}
+
+/// Splits a logical line into raw (still escaped) key and value.
+fn split_key_value(line: &str) -> (&str, &str) {
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    let mut key_end = line.len();
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'=' | b':' | b' ' | b'\t' | b'\x0c' => {
+                key_end = i;
+                break;
+            }
+            _ => i += 1,
+        }
+    }
+    let key_end = key_end.min(line.len());
+    let key = &line[..key_end];
+    let mut rest = &line[key_end..];
+    rest = rest.trim_start_matches(is_blank);
+    if let Some(r) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) {
+        rest = r.trim_start_matches(is_blank);
+    }
+    (key, rest)
+}
+
+fn unescape(raw: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            None => {}
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\x0c'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let code = if hex.len() == 4 {
+                    u32::from_str_radix(&hex, 16).ok()
+                } else {
+                    None
+                };
+                match code.and_then(char::from_u32) {
+                    Some(ch) => out.push(ch),
+                    None => return Err(format!("malformed \\u escape \"\\u{hex}\"")),
+                }
+            }
+            Some(other) => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(text: &str) -> Vec<(String, String)> {
+        parse(text)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.key, p.value))
+            .collect()
+    }
+
+    #[test]
+    fn separators_comments_and_whitespace() {
+        let got = kv("# comment\n! also comment\n\n  bookiePort=3181\nzkServers : a:1,b:2\njournalDirectory /x/y  \nempty=\n");
+        assert_eq!(
+            got,
+            vec![
+                ("bookiePort".into(), "3181".into()),
+                ("zkServers".into(), "a:1,b:2".into()),
+                ("journalDirectory".into(), "/x/y".into()),
+                ("empty".into(), "".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn continuation_lines_and_escapes() {
+        let got = kv(
+            "ledgerDirectories=/a,\\\n    /b,\\\n\t/c\nk\\=ey=v\\u0041\\tz\nodd=x\\\\\nnext=1\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("ledgerDirectories".into(), "/a,/b,/c".into()),
+                ("k=ey".into(), "vA\tz".into()),
+                ("odd".into(), "x\\".into()),
+                ("next".into(), "1".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn line_numbers_point_at_logical_line_start() {
+        let props = parse("a=1\\\n2\n\nb=3\n").unwrap();
+        assert_eq!(props[0].line, 1);
+        assert_eq!(props[0].value, "12");
+        assert_eq!(props[1].line, 4);
+    }
+
+    #[test]
+    fn malformed_unicode_escape_is_an_error() {
+        let err = parse("a=1\nb=\\u12\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(parse("x=\\uZZZZ").is_err());
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        for text in [
+            "\\",
+            "=",
+            ":",
+            "\\\\\\",
+            "a\\",
+            "\u{1F600}=\\",
+            "\\u",
+            "k=\\\n",
+            "\r\n\r\n",
+            "=\\u00",
+        ] {
+            let _ = parse(text);
+        }
+    }
+}
