@@ -1,0 +1,280 @@
+/*
+ * The test cluster: one in-process ZooKeeper on loopback, BookKeeper metadata laid out as
+ * `bookkeeper shell initnewcluster` does, and N bookie child processes of one implementation.
+ *
+ * Owns: the ZooKeeper server, a ZooKeeper session the suite uses for checks, every child process
+ * the suite starts (bookies and shell JVMs), and the run directory.
+ * Invariants: every process started is tracked and SIGKILLed by close() and by a JVM shutdown
+ * hook, so a failed or interrupted run leaves nothing behind; metadata is (re)initialised with
+ * BookKeeperAdmin.initNewCluster (the stock API behind `initnewcluster`), never hand-written.
+ */
+package bookiers.interop;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.client.BookKeeperAdmin;
+import org.apache.bookkeeper.conf.ServerConfiguration;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZKUtil;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.server.ServerCnxnFactory;
+import org.apache.zookeeper.server.ZooKeeperServer;
+
+/** ZooKeeper + metadata + a set of bookies of one implementation. */
+public final class Cluster implements AutoCloseable {
+    static final String LEDGERS_ROOT = "/ledgers";
+    /** Pulsar's nettyMaxFrameSizeBytes (5 MiB + 10 KiB), used by client and bookies. */
+    static final int PULSAR_FRAME_SIZE = 5253120;
+    /** Short bookie ZK sessions so a SIGKILLed bookie's registration expires quickly. */
+    static final int BOOKIE_ZK_TIMEOUT_MS = 4000;
+
+    private static final List<Process> ALL_PROCESSES = new CopyOnWriteArrayList<>();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(Cluster::killAllProcesses, "interop-cleanup"));
+    }
+
+    final Path runDir;
+    private final Path repoRoot;
+    private ZooKeeperServer zkServer;
+    private ServerCnxnFactory zkFactory;
+    private int zkPort;
+    private ZooKeeper zk;
+    private final List<BookieProcess> bookies = new ArrayList<>();
+    private Impl impl;
+
+    Cluster(Path runDir, Path repoRoot) {
+        this.runDir = runDir;
+        this.repoRoot = repoRoot;
+    }
+
+    static void killAllProcesses() {
+        for (Process p : ALL_PROCESSES) {
+            if (p.isAlive()) {
+                p.destroyForcibly();
+            }
+        }
+        for (Process p : ALL_PROCESSES) {
+            try {
+                p.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    void track(Process p) {
+        ALL_PROCESSES.add(p);
+        ALL_PROCESSES.removeIf(q -> !q.isAlive() && q != p);
+    }
+
+    /** Starts ZooKeeper (in this JVM, from the classes the dependency brings) on a free loopback port. */
+    void startZooKeeper() throws Exception {
+        Path zkDir = runDir.resolve("zookeeper");
+        Files.createDirectories(zkDir);
+        System.setProperty("zookeeper.forceSync", "no");
+        System.setProperty("zookeeper.admin.enableServer", "false");
+        zkServer = new ZooKeeperServer(zkDir.resolve("snap").toFile(), zkDir.resolve("log").toFile(), 500);
+        zkPort = freePort();
+        zkFactory = ServerCnxnFactory.createFactory(new InetSocketAddress("127.0.0.1", zkPort), 0);
+        zkFactory.startup(zkServer);
+        CountDownLatch connected = new CountDownLatch(1);
+        zk = new ZooKeeper(zkConnect(), 30_000, ev -> {
+            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        });
+        if (!connected.await(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("ZooKeeper on " + zkConnect() + " did not accept a session in 30 s");
+        }
+    }
+
+    String zkConnect() {
+        return "127.0.0.1:" + zkPort;
+    }
+
+    String metadataServiceUri() {
+        return "zk+hierarchical://127.0.0.1:" + zkPort + LEDGERS_ROOT;
+    }
+
+    ZooKeeper zk() {
+        return zk;
+    }
+
+    /** Path of the log4j2 config given to Java child processes (bookies, shell). */
+    String bookieLogConfig() throws IOException {
+        Path p = runDir.resolve("log4j2-child.properties");
+        if (!Files.exists(p)) {
+            Files.writeString(p, String.join("\n",
+                    "status = error",
+                    "appender.console.type = Console",
+                    "appender.console.name = STDOUT",
+                    "appender.console.layout.type = PatternLayout",
+                    "appender.console.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n",
+                    "rootLogger.level = info",
+                    "rootLogger.appenderRef.stdout.ref = STDOUT", ""), StandardCharsets.UTF_8);
+        }
+        return p.toString();
+    }
+
+    /** The bookie-rs binary: $BOOKIE_BIN, else target/release/bookie, else target/debug/bookie. */
+    Path rustBinary() {
+        String env = System.getenv("BOOKIE_BIN");
+        if (env != null && !env.isEmpty()) {
+            return Path.of(env).toAbsolutePath();
+        }
+        for (String rel : new String[] {"target/release/bookie", "target/debug/bookie"}) {
+            Path p = repoRoot.resolve(rel);
+            if (Files.isExecutable(p)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Wipes any previous metadata, lays out a new cluster and starts n bookies of impl in parallel.
+     * On failure every bookie started so far is killed and the first error is thrown.
+     */
+    void startBookies(Impl impl, int n) throws Exception {
+        this.impl = impl;
+        stopBookies();
+        if (zk.exists(LEDGERS_ROOT, false) != null) {
+            ZKUtil.deleteRecursive(zk, LEDGERS_ROOT);
+        }
+        ServerConfiguration conf = new ServerConfiguration();
+        conf.setMetadataServiceUri(metadataServiceUri());
+        if (!BookKeeperAdmin.initNewCluster(conf)) {
+            throw new IllegalStateException("BookKeeperAdmin.initNewCluster returned false");
+        }
+        Path implDir = runDir.resolve(impl.name);
+        for (int i = 0; i < n; i++) {
+            bookies.add(new BookieProcess(this, impl, i, freePort(), implDir.resolve("bookie-" + i)));
+        }
+        List<Thread> starters = new ArrayList<>();
+        List<Exception> errors = Collections.synchronizedList(new ArrayList<>());
+        for (BookieProcess b : bookies) {
+            Thread t = new Thread(() -> {
+                try {
+                    b.start();
+                } catch (Exception e) {
+                    errors.add(e);
+                }
+            }, "start-" + b.bookieId());
+            t.start();
+            starters.add(t);
+        }
+        for (Thread t : starters) {
+            t.join();
+        }
+        if (!errors.isEmpty()) {
+            stopBookies();
+            throw errors.get(0);
+        }
+    }
+
+    Impl impl() {
+        return impl;
+    }
+
+    List<BookieProcess> bookies() {
+        return bookies;
+    }
+
+    BookieProcess byId(String bookieId) {
+        for (BookieProcess b : bookies) {
+            if (b.bookieId().equals(bookieId)) {
+                return b;
+            }
+        }
+        throw new IllegalArgumentException("no bookie " + bookieId + " in this cluster");
+    }
+
+    /** Restarts every bookie that is not running (after a kill or a crash); returns how many. */
+    int healBookies() throws Exception {
+        int restarted = 0;
+        for (BookieProcess b : bookies) {
+            if (!b.isAlive()) {
+                b.start();
+                restarted++;
+            }
+        }
+        return restarted;
+    }
+
+    void stopBookies() throws InterruptedException {
+        for (BookieProcess b : bookies) {
+            b.kill();
+        }
+        bookies.clear();
+    }
+
+    /** Total `du` of every bookie's ledger directory. */
+    long totalLedgerDirUsage() throws IOException, InterruptedException {
+        long sum = 0;
+        for (BookieProcess b : bookies) {
+            sum += b.ledgerDirUsageBytes();
+        }
+        return sum;
+    }
+
+    /** Starts a tracked child JVM running mainClass; the caller waits on it. */
+    Process startJavaChild(String mainClass, List<String> args, File log) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx256m");
+        cmd.add("-XX:+UseSerialGC");
+        cmd.add("-XX:TieredStopAtLevel=1");
+        cmd.add("-Dlog4j2.configurationFile=" + bookieLogConfig());
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(mainClass);
+        cmd.addAll(args);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.to(log)).start();
+        track(p);
+        return p;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            stopBookies();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        killAllProcesses();
+        try {
+            if (zk != null) {
+                zk.close();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (zkFactory != null) {
+            zkFactory.shutdown();
+        }
+        if (zkServer != null) {
+            zkServer.shutdown();
+        }
+    }
+}

@@ -1,0 +1,720 @@
+/*
+ * The conformance scenarios. Each is a named static method run once per (implementation, wire
+ * mode) against a running cluster of 4 bookies; it creates its own clients through Ctx and must
+ * leave the cluster with every bookie running (or the suite restarts the missing ones).
+ *
+ * Every check compares against values the scenario computed itself (deterministic payloads,
+ * acknowledged entry ids, error codes the stock Java bookie gives as documented in
+ * /work/shared/reference/semantics.md), never against a hard-coded answer of the bookie.
+ */
+package bookiers.interop;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.ReferenceCounted;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Enumeration;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongFunction;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.InteropAccess;
+import org.apache.bookkeeper.client.LedgerEntry;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.client.api.LastConfirmedAndEntry;
+import org.apache.bookkeeper.client.api.LedgerEntries;
+import org.apache.bookkeeper.client.api.WriteFlag;
+import org.apache.bookkeeper.net.BookieId;
+import org.apache.bookkeeper.proto.BookieClient;
+import org.apache.bookkeeper.proto.BookieProtocol;
+import org.apache.bookkeeper.proto.checksum.DigestManager;
+import org.apache.bookkeeper.proto.DataFormats.LedgerMetadataFormat;
+
+/** Scenario bodies. */
+final class Scenarios {
+    private Scenarios() {
+    }
+
+    /** A scenario body. */
+    interface Body {
+        void run(Ctx ctx) throws Exception;
+    }
+
+    /** A registered scenario. */
+    record Def(int number, String name, String summary, Body body, int timeoutSeconds) {
+    }
+
+    static List<Def> all() {
+        return List.of(
+                new Def(1, "s01_readback", "E3W3A2 + E3W2A2, CRC32C/CRC32/MAC, 1 B..64 KiB + 5 MiB entries read back",
+                        Scenarios::s01Readback, 600),
+                new Def(2, "s02_pipelined", "1,000 outstanding async adds; every callback OK and in order",
+                        Scenarios::s02Pipelined, 180),
+                new Def(3, "s03_recovery_fence", "open with recovery fences the live writer; LAC = last ack",
+                        Scenarios::s03RecoveryFence, 180),
+                new Def(4, "s04_tailing", "readLastAddConfirmed, readUnconfirmed, long-poll tailing reader",
+                        Scenarios::s04Tailing, 180),
+                new Def(5, "s05_explicit_lac", "explicit LAC written by the writer is read by a reader",
+                        Scenarios::s05ExplicitLac, 120),
+                new Def(6, "s06_batch_read", "batchRead on an E==W ledger (v2 BATCH_READ_ENTRY)",
+                        Scenarios::s06BatchRead, 120),
+                new Def(7, "s07_bookie_failure", "SIGKILL an ensemble bookie mid-write; ensemble change; all acks read",
+                        Scenarios::s07BookieFailure, 240),
+                new Def(8, "s08_crash_durability", "SIGKILL all bookies after N acks, restart, every ack reads back",
+                        Scenarios::s08CrashDurability, 240),
+                new Def(9, "s09_delete_gc", "deleted ledgers vanish from bookies and their space is reclaimed",
+                        Scenarios::s09DeleteGc, 240),
+                new Def(10, "s10_errors", "wrong key -> unauthorized, missing ledger/entry errors, others served",
+                        Scenarios::s10Errors, 180),
+                new Def(11, "s11_shell", "bookie shell bookiesanity, simpletest, listbookies, readledger",
+                        Scenarios::s11Shell, 240));
+    }
+
+    // ---------------------------------------------------------------- s01
+
+    static void s01Readback(Ctx ctx) throws Exception {
+        BookKeeper writer = ctx.newClient();
+        BookKeeper reader = ctx.newClient();
+        int[][] quorums = {{3, 3, 2}, {3, 2, 2}};
+        // CRC32C carries the full load (10,000 entries + 20 x 5 MiB, Pulsar's digest); the other
+        // digests run the same shapes at a smaller size to keep the suite inside its time budget.
+        Object[][] digests = {{DigestType.CRC32C, 10_000, 20}, {DigestType.CRC32, 1_000, 2},
+            {DigestType.MAC, 1_000, 2}};
+        for (Object[] d : digests) {
+            DigestType digest = (DigestType) d[0];
+            int small = (Integer) d[1];
+            int large = (Integer) d[2];
+            for (int[] q : quorums) {
+                String label = digest + " E" + q[0] + "W" + q[1] + "A" + q[2];
+                LedgerHandle lh = writer.createLedger(q[0], q[1], q[2], digest, Ctx.PASSWORD);
+                long seed = lh.getId() * 1000003L + q[1];
+                long total = small + large;
+                long every = large == 0 ? Long.MAX_VALUE : total / large;
+                LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e,
+                        (large > 0 && e % every == every - 1) ? 5 * Payloads.MIB : Payloads.smallSize(seed, e));
+                long expectedLength = 0;
+                for (long e = 0; e < total; e++) {
+                    expectedLength += payload.apply(e).length;
+                }
+                Ctx.writeAll(lh, total, payload, 500, 24L * Payloads.MIB);
+                lh.close();
+                Check.eq(label + ": writer's LAC after close", total - 1, lh.getLastAddConfirmed());
+                LedgerHandle rh = reader.openLedger(lh.getId(), digest, Ctx.PASSWORD);
+                Check.eq(label + ": LAC seen by a new reader of the closed ledger", total - 1,
+                        rh.getLastAddConfirmed());
+                Check.eq(label + ": ledger length", expectedLength, rh.getLength());
+                try {
+                    Ctx.verifyAll(rh, 0, total - 1, payload, 8L * Payloads.MIB);
+                } catch (Check.Failure f) {
+                    throw new Check.Failure(label + ": " + f.getMessage(), f);
+                }
+                rh.close();
+                writer.deleteLedger(lh.getId());
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- s02
+
+    static void s02Pipelined(Ctx ctx) throws Exception {
+        BookKeeper bk = ctx.newClient();
+        LedgerHandle lh = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = lh.getId();
+        int n = 5_000;
+        LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 512 + (int) (e % 1024));
+        Ctx.WriteResult r = Ctx.writeAll(lh, n, payload, 1_000, Long.MAX_VALUE);
+        Check.eq("acknowledged adds", (long) n, r.acked);
+        Check.isTrue("adds in flight at once", r.peakOutstanding >= 900,
+                "expected the pipeline to reach ~1,000 outstanding adds, peak was " + r.peakOutstanding);
+        lh.close();
+        LedgerHandle rh = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Check.eq("LAC after close", (long) n - 1, rh.getLastAddConfirmed());
+        Ctx.verifyAll(rh, 0, n - 1, payload, 4L * Payloads.MIB);
+    }
+
+    // ---------------------------------------------------------------- s03
+
+    static void s03RecoveryFence(Ctx ctx) throws Exception {
+        BookKeeper wbk = ctx.newClient();
+        BookKeeper rbk = ctx.newClient();
+        for (int[] q : new int[][] {{3, 3, 2}, {3, 2, 2}}) {
+            String label = "E" + q[0] + "W" + q[1] + "A" + q[2];
+            LedgerHandle w = wbk.createLedger(q[0], q[1], q[2], DigestType.CRC32C, Ctx.PASSWORD);
+            long seed = w.getId();
+            int n = 200;
+            LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 100 + (int) (e * 37 % 4000));
+            long lastAcked = -1;
+            for (long e = 0; e < n; e++) {
+                lastAcked = w.addEntry(payload.apply(e));
+            }
+            Check.eq(label + ": last acknowledged entry id", (long) n - 1, lastAcked);
+            LedgerHandle r = rbk.openLedger(w.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+            Check.eq(label + ": recovered LAC (= last acknowledged add)", lastAcked, r.getLastAddConfirmed());
+            Check.isTrue(label + ": ledger state after recovery", r.isClosed(), "expected closed, was open");
+            Enumeration<LedgerEntry> last = r.readEntries(lastAcked, lastAcked);
+            Check.bytes(label + ": recovered last entry", payload.apply(lastAcked), last.nextElement().getEntry());
+            Check.throwsType(label + ": old writer's next add after fencing",
+                    BKException.BKLedgerFencedException.class, () -> w.addEntry(payload.apply(n)));
+            Ctx.verifyAll(r, 0, lastAcked, payload, 4L * Payloads.MIB);
+        }
+    }
+
+    // ---------------------------------------------------------------- s04
+
+    static void s04Tailing(Ctx ctx) throws Exception {
+        BookKeeper wbk = ctx.newClient();
+        BookKeeper rbk = ctx.newClient();
+        LedgerHandle w = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = w.getId();
+        LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 64 + (int) (e * 131 % 8000));
+
+        // Part 1: readLastAddConfirmed and readUnconfirmed against a ledger with k synced adds.
+        int k = 20;
+        for (long e = 0; e < k; e++) {
+            w.addEntry(payload.apply(e));
+        }
+        LedgerHandle r = rbk.openLedgerNoRecovery(w.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        // Entry k-1 carries LAC k-2 (piggybacked); nothing has told the bookies about k-1 yet.
+        Check.eq("readLastAddConfirmed after " + k + " synced adds", (long) k - 2, r.readLastConfirmed());
+        Enumeration<LedgerEntry> unconf = r.readUnconfirmedEntries(0, k - 1);
+        long id = 0;
+        while (unconf.hasMoreElements()) {
+            LedgerEntry le = unconf.nextElement();
+            Check.eq("readUnconfirmed entry id", id, le.getEntryId());
+            Check.bytes("readUnconfirmed entry " + id, payload.apply(id), le.getEntry());
+            id++;
+        }
+        Check.eq("entries from readUnconfirmed(0, " + (k - 1) + ") (includes one past the LAC)", (long) k, id);
+
+        // Part 2 (v3 only): a long poll on an idle ledger waits, then returns the next entry as
+        // soon as it becomes confirmed. v2 has no long poll (the client degrades to a plain read).
+        long next = k - 1;
+        if (!ctx.v2) {
+            CompletableFuture<LastConfirmedAndEntry> poll = r.readLastAddConfirmedAndEntryAsync(next, 10_000, false);
+            Thread.sleep(700);
+            Check.isTrue("long poll on an idle ledger (previousLAC " + (next - 1) + ", timeout 10 s)", !poll.isDone(),
+                    "expected it to wait, it returned within 700 ms: " + describe(poll));
+            long t0 = System.nanoTime();
+            w.addEntry(payload.apply(k)); // makes entry k-1 confirmed (piggybacked LAC k-1)
+            LastConfirmedAndEntry lce = poll.get(9, TimeUnit.SECONDS);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            Check.isTrue("long poll answer time after the LAC moved", ms < 5_000, "took " + ms + " ms");
+            Check.eq("LAC returned by the long poll", next, lce.getLastAddConfirmed());
+            Check.isTrue("long poll piggybacked entry", lce.hasEntry(), "expected entry " + next + ", got none");
+            Check.eq("piggybacked entry id", next, lce.getEntry().getEntryId());
+            Check.bytes("piggybacked entry " + next, payload.apply(next), lce.getEntry().getEntryBytes());
+            lce.close();
+            next++;
+        } else {
+            w.addEntry(payload.apply(k));
+        }
+
+        // Part 3: a tailing reader follows a writer that keeps writing.
+        int total = 400;
+        AtomicReference<Exception> writerError = new AtomicReference<>();
+        Thread writerThread = new Thread(() -> {
+            try {
+                for (long e = k + 1; e <= total; e++) { // entry `total` is the sentinel confirming total-1
+                    w.addEntry(payload.apply(e));
+                    if (e % 20 == 0) {
+                        Thread.sleep(15);
+                    }
+                }
+            } catch (Exception e) {
+                writerError.set(e);
+            }
+        }, "s04-writer");
+        writerThread.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int polls = 0;
+        while (next < total && System.nanoTime() < deadline) {
+            polls++;
+            try (LastConfirmedAndEntry lce = r.readLastAddConfirmedAndEntry(next, 1_000, false)) {
+                if (lce.hasEntry() && lce.getEntry().getEntryId() == next) {
+                    Check.bytes("tailing: entry " + next, payload.apply(next), lce.getEntry().getEntryBytes());
+                    next++;
+                } else if (lce.getLastAddConfirmed() >= next) {
+                    long upTo = lce.getLastAddConfirmed();
+                    Ctx.verifyAll(r, next, upTo, payload, 4L * Payloads.MIB);
+                    next = upTo + 1;
+                }
+            }
+        }
+        writerThread.join(30_000);
+        if (writerError.get() != null) {
+            throw new Check.Failure("tailing: writer failed: " + writerError.get(), writerError.get());
+        }
+        Check.eq("tailing reader: next entry to read after following the writer (" + polls + " polls)",
+                (long) total, next);
+    }
+
+    private static String describe(CompletableFuture<LastConfirmedAndEntry> f) {
+        try {
+            LastConfirmedAndEntry l = f.getNow(null);
+            return l == null ? "null" : "LAC " + l.getLastAddConfirmed() + ", entry " + (l.hasEntry()
+                    ? l.getEntry().getEntryId() : "none");
+        } catch (Exception e) {
+            return "exception " + Check.unwrap(e);
+        }
+    }
+
+    // ---------------------------------------------------------------- s05
+
+    static void s05ExplicitLac(Ctx ctx) throws Exception {
+        BookKeeper wbk = ctx.newClient(c -> c.setExplictLacInterval(100));
+        BookKeeper rbk = ctx.newClient();
+        LedgerHandle w = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = w.getId();
+        int n = 50;
+        for (long e = 0; e < n; e++) {
+            w.addEntry(Payloads.bytes(seed, e, 300));
+        }
+        LedgerHandle r = rbk.openLedgerNoRecovery(w.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long explicit = Long.MIN_VALUE;
+        while (System.nanoTime() < deadline) {
+            explicit = r.readExplicitLastConfirmed();
+            if (explicit == n - 1) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        Check.eq("readExplicitLastConfirmed after " + n + " adds and an explicit LAC interval of 100 ms",
+                (long) n - 1, explicit);
+        long lac = r.readLastConfirmed();
+        Check.isTrue("readLastAddConfirmed with explicit LAC on", lac == n - 1 || lac == n - 2,
+                "expected " + (n - 1) + " (explicit) or " + (n - 2) + " (piggybacked), got " + lac);
+        Enumeration<LedgerEntry> en = r.readEntries(n - 1, n - 1);
+        Check.bytes("entry at the explicit LAC", Payloads.bytes(seed, n - 1, 300), en.nextElement().getEntry());
+    }
+
+    // ---------------------------------------------------------------- s06
+
+    static void s06BatchRead(Ctx ctx) throws Exception {
+        BookKeeper wbk = ctx.newClient();
+        BookKeeper rbk = ctx.newClient();
+        LedgerHandle w = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = w.getId();
+        int n = 300;
+        LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e,
+                e == 150 ? 200 * Payloads.KIB : 1 + (int) (e * 977 % 6000));
+        Ctx.writeAll(w, n, payload, 100, 16L * Payloads.MIB);
+        w.close();
+        LedgerHandle r = rbk.openLedger(w.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        // Whole ledger in batches of at most 64 entries / 64 KiB.
+        long next = 0;
+        int batches = 0;
+        while (next < n) {
+            try (LedgerEntries es = r.batchRead(next, 64, 64 * Payloads.KIB)) {
+                long first = next;
+                int count = 0;
+                long bytes = 0;
+                for (org.apache.bookkeeper.client.api.LedgerEntry le : es) {
+                    Check.eq("batch from " + first + ": entry id", next, le.getEntryId());
+                    Check.bytes("batch from " + first + ": entry " + next, payload.apply(next), le.getEntryBytes());
+                    bytes += le.getLength();
+                    next++;
+                    count++;
+                }
+                Check.isTrue("batch from " + first, count >= 1 && count <= 64,
+                        "expected 1..64 entries, got " + count);
+                Check.isTrue("batch from " + first + " size", count == 1 || bytes <= 64 * Payloads.KIB,
+                        "expected at most 64 KiB after the first entry, got " + bytes + " bytes in " + count);
+                batches++;
+            }
+        }
+        Check.isTrue("number of batches", batches < n, "batching never returned more than one entry");
+        // The first entry is returned even when it alone exceeds maxSize.
+        try (LedgerEntries es = r.batchRead(150, 10, 1024)) {
+            List<Long> ids = new ArrayList<>();
+            for (org.apache.bookkeeper.client.api.LedgerEntry le : es) {
+                ids.add(le.getEntryId());
+                Check.bytes("oversized first entry of a batch", payload.apply(le.getEntryId()), le.getEntryBytes());
+            }
+            Check.eq("entries of batchRead(150, 10, maxSize 1 KiB) where entry 150 is 200 KiB", List.of(150L), ids);
+        }
+    }
+
+    // ---------------------------------------------------------------- s07
+
+    static void s07BookieFailure(Ctx ctx) throws Exception {
+        BookKeeper bk = ctx.newClient();
+        LedgerHandle lh = bk.createLedger(3, 2, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = lh.getId();
+        int n = 3_000;
+        LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 1 + (int) (e * 613 % 2048));
+        List<BookieId> first = lh.getLedgerMetadata().getAllEnsembles().get(0L);
+        BookieProcess victim = ctx.cluster.byId(first.get(1).toString());
+        Ctx.WriteResult res = Ctx.writeAll(lh, n, payload, 100, 8L * Payloads.MIB, e -> {
+            if (e == 1_000) {
+                victim.kill();
+            }
+        });
+        Check.eq("acknowledged adds with one bookie SIGKILLed at entry 1000", (long) n, res.acked);
+        lh.close();
+        NavigableMap<Long, ? extends List<BookieId>> ensembles = lh.getLedgerMetadata().getAllEnsembles();
+        Check.isTrue("ensemble change", ensembles.size() >= 2,
+                "expected >= 2 ensembles after killing " + victim.bookieId() + ", metadata has " + ensembles);
+        Check.isTrue("last ensemble", !ensembles.lastEntry().getValue().contains(first.get(1)),
+                "killed bookie " + victim.bookieId() + " is still in the last ensemble " + ensembles);
+        LedgerHandle rh = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Ctx.verifyAll(rh, 0, n - 1, payload, 4L * Payloads.MIB);
+        victim.start();
+        LedgerHandle rh2 = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Ctx.verifyAll(rh2, 0, n - 1, payload, 4L * Payloads.MIB);
+    }
+
+    // ---------------------------------------------------------------- s08
+
+    static void s08CrashDurability(Ctx ctx) throws Exception {
+        BookKeeper wbk = ctx.newClient();
+        LedgerHandle lh = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long seed = lh.getId();
+        LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 1 + (int) (e * 7919 % 16384));
+        int killAfter = 1_000;
+        AtomicLong acked = new AtomicLong(-1); // highest entry id acknowledged (callbacks are in order)
+        AtomicReference<String> orderError = new AtomicReference<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(200);
+        AtomicLong submitted = new AtomicLong();
+        Thread submitter = new Thread(() -> {
+            try {
+                for (long e = 0; !stop.get() && e < 100_000; e++) {
+                    if (!slots.tryAcquire(5, TimeUnit.SECONDS)) {
+                        return;
+                    }
+                    submitted.set(e + 1);
+                    lh.asyncAddEntry(payload.apply(e), (rc, l, entryId, c) -> {
+                        if (rc == BKException.Code.OK) {
+                            long prev = acked.getAndSet(entryId);
+                            if (prev != entryId - 1) {
+                                orderError.compareAndSet(null, "ack of " + entryId + " after ack of " + prev);
+                            }
+                        }
+                        slots.release();
+                    }, null);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "s08-writer");
+        submitter.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (acked.get() < killAfter - 1 && System.nanoTime() < deadline) {
+            Thread.sleep(2);
+        }
+        Check.isTrue("writes before the crash", acked.get() >= killAfter - 1,
+                "only " + (acked.get() + 1) + " adds acknowledged in 60 s");
+        List<Thread> killers = new ArrayList<>();
+        for (BookieProcess b : ctx.cluster.bookies()) {
+            Thread t = new Thread(() -> {
+                try {
+                    b.kill();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            t.start();
+            killers.add(t);
+        }
+        for (Thread t : killers) {
+            t.join();
+        }
+        long ackedAtKill = acked.get();
+        stop.set(true);
+        submitter.join(10_000);
+        wbk.close(); // fails whatever is still pending; no ack can arrive from dead bookies
+        long lastAcked = acked.get();
+        Check.isTrue("acks after every bookie was dead", lastAcked == ackedAtKill,
+                "ack count moved from " + ackedAtKill + " to " + lastAcked + " after all bookies were killed");
+        if (orderError.get() != null) {
+            throw new Check.Failure(orderError.get());
+        }
+        ctx.cluster.healBookies();
+        LedgerHandle rh = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        long lac = rh.getLastAddConfirmed();
+        Check.isTrue("recovered LAC after crash of all bookies", lac >= lastAcked && lac < submitted.get(),
+                "expected between last acknowledged " + lastAcked + " and last submitted " + (submitted.get() - 1)
+                        + ", got " + lac);
+        Ctx.verifyAll(rh, 0, lac, payload, 4L * Payloads.MIB);
+    }
+
+    // ---------------------------------------------------------------- s09
+
+    static void s09DeleteGc(Ctx ctx) throws Exception {
+        BookKeeper bk = ctx.newClient();
+        BookieClient raw = InteropAccess.bookieClient(bk);
+        int ledgers = 4;
+        int entries = 40;
+        int size = 256 * Payloads.KIB;
+        LedgerHandle keep = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        for (long e = 0; e < 10; e++) {
+            keep.addEntry(Payloads.bytes(keep.getId(), e, 1000));
+        }
+        keep.close();
+        long before = ctx.cluster.totalLedgerDirUsage();
+        List<LedgerHandle> doomed = new ArrayList<>();
+        long replicated = 0;
+        for (int i = 0; i < ledgers; i++) {
+            LedgerHandle lh = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+            long seed = lh.getId();
+            Ctx.writeAll(lh, entries, e -> Payloads.bytes(seed, e, size), 20, 8L * Payloads.MIB);
+            lh.close();
+            doomed.add(lh);
+            replicated += 3L * entries * size;
+        }
+        // Wait until the data is in the ledger dirs (write caches flushed), so the drop is measurable.
+        long written = before;
+        long flushDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < flushDeadline) {
+            written = ctx.cluster.totalLedgerDirUsage();
+            if (written - before >= replicated * 8 / 10) {
+                break;
+            }
+            Thread.sleep(250);
+        }
+        Check.isTrue("ledger dir usage after writing " + replicated + " replicated bytes",
+                written - before >= replicated * 8 / 10,
+                "grew only from " + before + " to " + written + " bytes in 30 s");
+        for (LedgerHandle lh : doomed) {
+            int rc = readRc(raw, lh.getLedgerMetadata().getAllEnsembles().get(0L).get(0), lh.getId(), 0);
+            Check.eq("direct read of entry 0 of ledger " + lh.getId() + " before delete", BKException.Code.OK, rc);
+            bk.deleteLedger(lh.getId());
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        String pending = "";
+        long now = written;
+        while (System.nanoTime() < deadline) {
+            pending = "";
+            for (LedgerHandle lh : doomed) {
+                for (BookieId b : lh.getLedgerMetadata().getAllEnsembles().get(0L)) {
+                    int rc = readRc(raw, b, lh.getId(), 0);
+                    if (rc != BKException.Code.NoSuchLedgerExistsException) {
+                        pending += " ledger " + lh.getId() + "@" + b + " rc=" + rc + " (" + BKException.getMessage(rc)
+                                + ")";
+                    }
+                }
+            }
+            now = ctx.cluster.totalLedgerDirUsage();
+            if (pending.isEmpty() && written - now >= replicated / 2) {
+                break;
+            }
+            Thread.sleep(500);
+        }
+        Check.isTrue("direct reads of deleted ledgers after GC", pending.isEmpty(),
+                "expected NoSuchLedgerExistsException (ENOLEDGER) from every bookie within 90 s, still:" + pending);
+        Check.isTrue("ledger dir usage after delete + GC", written - now >= replicated / 2,
+                "expected it to drop by >= " + replicated / 2 + " bytes from " + written + ", it is " + now
+                        + " (before the scenario: " + before + ")");
+        LedgerHandle rk = bk.openLedger(keep.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Ctx.verifyAll(rk, 0, 9, e -> Payloads.bytes(keep.getId(), e, 1000), Payloads.MIB);
+    }
+
+    /** One READ_ENTRY straight to one bookie; returns the client rc. */
+    static int readRc(BookieClient raw, BookieId bookie, long ledgerId, long entryId) throws Exception {
+        CompletableFuture<Integer> f = new CompletableFuture<>();
+        raw.readEntry(bookie, ledgerId, entryId, (rc, l, e, buf, c) -> f.complete(rc), null,
+                BookieProtocol.FLAG_NONE);
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    // ---------------------------------------------------------------- s10
+
+    static void s10Errors(Ctx ctx) throws Exception {
+        // A bystander client keeps writing and reading its own ledger the whole time.
+        BookKeeper other = ctx.newClient();
+        LedgerHandle ol = other.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> otherError = new AtomicReference<>();
+        AtomicLong otherAdds = new AtomicLong();
+        Thread bystander = new Thread(() -> {
+            try {
+                for (long e = 0; !stop.get(); e++) {
+                    ol.addEntry(Payloads.bytes(ol.getId(), e, 700));
+                    otherAdds.incrementAndGet();
+                    Thread.sleep(5);
+                }
+            } catch (Throwable t) {
+                otherError.set(t);
+            }
+        }, "s10-bystander");
+        bystander.start();
+        try {
+            s10Checks(ctx);
+        } finally {
+            stop.set(true);
+            bystander.join(30_000);
+        }
+        if (otherError.get() != null) {
+            throw new Check.Failure("bystander client failed while errors were served: " + otherError.get(),
+                    otherError.get());
+        }
+        Check.isTrue("bystander adds", otherAdds.get() > 10, "only " + otherAdds.get() + " adds succeeded");
+        long last = otherAdds.get() - 1;
+        ol.close();
+        LedgerHandle rl = ctx.newClient().openLedger(ol.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Check.eq("bystander ledger LAC", last, rl.getLastAddConfirmed());
+        Ctx.verifyAll(rl, 0, last, e -> Payloads.bytes(ol.getId(), e, 700), 4L * Payloads.MIB);
+    }
+
+    private static void s10Checks(Ctx ctx) throws Exception {
+        BookKeeper bk = ctx.newClient();
+        BookieClient raw = InteropAccess.bookieClient(bk);
+        LedgerHandle w = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long lid = w.getId();
+        for (long e = 0; e < 5; e++) {
+            w.addEntry(Payloads.bytes(lid, e, 500));
+        }
+        BookieId b0 = w.getLedgerMetadata().getAllEnsembles().get(0L).get(0);
+        byte[] wrongKey = DigestManager.generateMasterKey("wrong-password".getBytes(StandardCharsets.UTF_8));
+
+        // 1. Client open with the wrong password: the stock client refuses from the metadata.
+        BookKeeper bk2 = ctx.newClient();
+        Check.throwsType("openLedger with a wrong password", BKException.BKUnauthorizedAccessException.class,
+                () -> bk2.openLedgerNoRecovery(lid, DigestType.CRC32C, "wrong".getBytes(StandardCharsets.UTF_8)));
+
+        // 2. The bookie itself: an add with a wrong master key to a ledger it holds -> EUA.
+        DigestManager dm = DigestManager.instantiate(lid, "wrong".getBytes(StandardCharsets.UTF_8),
+                LedgerMetadataFormat.DigestType.CRC32C,
+                io.netty.buffer.PooledByteBufAllocator.DEFAULT, ctx.v2);
+        byte[] forged = "forged entry with a wrong master key".getBytes(StandardCharsets.UTF_8);
+        ReferenceCounted toSend = dm.computeDigestAndPackageForSending(2, 1, 10_000, Unpooled.wrappedBuffer(forged),
+                wrongKey, BookieProtocol.FLAG_NONE);
+        CompletableFuture<Integer> addRc = new CompletableFuture<>();
+        raw.addEntry(b0, lid, wrongKey, 2, toSend, (rc, l, e, addr, c) -> addRc.complete(rc), null,
+                BookieProtocol.FLAG_NONE, false, EnumSet.noneOf(WriteFlag.class));
+        Check.eq("add of entry 2 with a wrong master key, sent to " + b0 + " (client rc; -102 = EUA)",
+                BKException.Code.UnauthorizedAccessException, addRc.get(30, TimeUnit.SECONDS));
+        DigestManager good = DigestManager.instantiate(lid, Ctx.PASSWORD, LedgerMetadataFormat.DigestType.CRC32C,
+                io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, ctx.v2);
+        CompletableFuture<byte[]> direct = new CompletableFuture<>();
+        raw.readEntry(b0, lid, 2, (rc, l, e, buf, c) -> {
+            if (rc != BKException.Code.OK) {
+                direct.completeExceptionally(new IllegalStateException("direct read rc " + rc));
+                return;
+            }
+            try {
+                direct.complete(toArray(good.verifyDigestAndReturnData(2, buf)));
+            } catch (Exception ex) {
+                direct.completeExceptionally(ex);
+            }
+        }, null, BookieProtocol.FLAG_NONE);
+        Check.bytes("entry 2 read back from " + b0 + " after the rejected add", Payloads.bytes(lid, 2, 500),
+                direct.get(30, TimeUnit.SECONDS));
+
+        // 3. A fence read with a wrong master key -> EUA, and the ledger stays unfenced.
+        CompletableFuture<Integer> fenceRc = new CompletableFuture<>();
+        raw.readEntry(b0, lid, BookieProtocol.LAST_ADD_CONFIRMED, (rc, l, e, buf, c) -> fenceRc.complete(rc), null,
+                BookieProtocol.FLAG_DO_FENCING, wrongKey);
+        Check.eq("fencing read with a wrong master key, sent to " + b0 + " (client rc; -102 = EUA)",
+                BKException.Code.UnauthorizedAccessException, fenceRc.get(30, TimeUnit.SECONDS));
+        w.addEntry(Payloads.bytes(lid, 5, 500));
+
+        // 4. Missing ledger / entry.
+        long missingLedger = lid + 1_000_000;
+        Check.throwsType("openLedger of a ledger with no metadata",
+                BKException.BKNoSuchLedgerExistsOnMetadataServerException.class,
+                () -> bk2.openLedgerNoRecovery(missingLedger, DigestType.CRC32C, Ctx.PASSWORD));
+        Check.eq("direct read of a ledger unknown to bookie " + b0 + " (-7 = ENOLEDGER)",
+                BKException.Code.NoSuchLedgerExistsException, readRc(raw, b0, missingLedger, 0));
+        Check.eq("direct read of entry 100 of ledger " + lid + " on " + b0 + " (-13 = ENOENTRY)",
+                BKException.Code.NoSuchEntryException, readRc(raw, b0, lid, 100));
+        LedgerHandle r = bk2.openLedgerNoRecovery(lid, DigestType.CRC32C, Ctx.PASSWORD);
+        Check.throwsType("readUnconfirmed of an entry no bookie has", BKException.BKNoSuchEntryException.class,
+                () -> r.readUnconfirmedEntries(100, 100));
+
+        // 5. The ledger still works for its writer, and every entry reads back intact.
+        w.close();
+        LedgerHandle rr = ctx.newClient().openLedger(lid, DigestType.CRC32C, Ctx.PASSWORD);
+        Check.eq("LAC after the error checks", 5L, rr.getLastAddConfirmed());
+        Ctx.verifyAll(rr, 0, 5, e -> Payloads.bytes(lid, e, 500), Payloads.MIB);
+    }
+
+    private static byte[] toArray(ByteBuf b) {
+        byte[] out = new byte[b.readableBytes()];
+        b.getBytes(b.readerIndex(), out);
+        return out;
+    }
+
+    // ---------------------------------------------------------------- s11
+
+    static void s11Shell(Ctx ctx) throws Exception {
+        BookieProcess b0 = ctx.cluster.bookies().get(0);
+        Path conf = ctx.cluster.runDir.resolve("shell-" + ctx.cluster.impl().name + "-" + ctx.mode + ".conf");
+        Files.writeString(conf, b0.confText() + "useV2WireProtocol=" + ctx.v2 + "\n", StandardCharsets.UTF_8);
+
+        String out = shell(ctx, conf, "bookiesanity");
+        Check.isTrue("bookiesanity output", out.contains("Bookie sanity test succeeded"),
+                "expected 'Bookie sanity test succeeded'; output tail:\n" + tail(out));
+        out = shell(ctx, conf, "simpletest", "-e", "3", "-w", "3", "-a", "2", "-n", "200");
+        Check.isTrue("simpletest output", out.contains("200 entries written to ledger"),
+                "expected '200 entries written to ledger'; output tail:\n" + tail(out));
+        out = shell(ctx, conf, "listbookies", "-rw");
+        for (BookieProcess b : ctx.cluster.bookies()) {
+            Check.isTrue("listbookies -rw output", out.contains(b.bookieId()),
+                    "expected bookie " + b.bookieId() + " listed; output tail:\n" + tail(out));
+        }
+
+        BookKeeper bk = ctx.newClient();
+        LedgerHandle lh = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        int n = 10;
+        for (int e = 0; e < n; e++) {
+            lh.addEntry(("interop-readledger-entry-" + e).getBytes(StandardCharsets.UTF_8));
+        }
+        lh.close();
+        out = shell(ctx, conf, "readledger", "-l", String.valueOf(lh.getId()), "-m");
+        for (int e = 0; e < n; e++) {
+            String want = "Lid=" + lh.getId() + ", Eid=" + e + ", EntrySize=" + ("interop-readledger-entry-" + e).length();
+            Check.isTrue("readledger output", out.contains(want) && out.contains("interop-readledger-entry-" + e),
+                    "expected '" + want + "' and the entry text; output tail:\n" + tail(out));
+        }
+        BookieId target = lh.getLedgerMetadata().getAllEnsembles().get(0L).get(0);
+        out = shell(ctx, conf, "readledger", "-l", String.valueOf(lh.getId()), "-b", target.toString(),
+                "-fe", "0", "-le", String.valueOf(n));
+        Check.isTrue("readledger -b " + target + " output", !out.contains("Failed to read entry"),
+                "a direct read failed; output tail:\n" + tail(out));
+        for (int e = 0; e < n; e++) {
+            String want = "Lid=" + lh.getId() + ", Eid=" + e + " ---";
+            Check.isTrue("readledger -b output", out.contains(want),
+                    "expected '" + want + "'; output tail:\n" + tail(out));
+        }
+    }
+
+    /** Runs one BookieShell command in a child JVM; fails unless it exits 0 within 120 s. */
+    private static String shell(Ctx ctx, Path conf, String... args) throws Exception {
+        List<String> a = new ArrayList<>(List.of("-conf", conf.toString()));
+        a.addAll(List.of(args));
+        File log = ctx.cluster.runDir.resolve("shell-" + args[0] + "-" + ctx.cluster.impl().name + "-" + ctx.mode
+                + ".log").toFile();
+        Process p = ctx.cluster.startJavaChild("org.apache.bookkeeper.bookie.BookieShell", a, log);
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new Check.Failure("shell " + String.join(" ", args) + " did not finish in 120 s; output tail:\n"
+                    + tail(Files.readString(log.toPath())));
+        }
+        String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
+        Check.eq("exit code of `bookkeeper shell " + String.join(" ", args) + "` (output tail:\n" + tail(out) + ")",
+                0, p.exitValue());
+        return out;
+    }
+
+    private static String tail(String s) {
+        String[] lines = s.split("\n");
+        return "    | " + String.join("\n    | ",
+                java.util.Arrays.copyOfRange(lines, Math.max(0, lines.length - 15), lines.length));
+    }
+}
