@@ -1,0 +1,91 @@
+//! Configuration of the entry log, with the stock bk_server.conf key each field
+//! corresponds to. Every buffer, cache and queue the entry log keeps is bounded by a
+//! field here.
+
+use std::time::Duration;
+
+/// Entry-log configuration. `Default` gives the stock defaults where they exist.
+#[derive(Clone, Debug)]
+pub struct EntryLogConfig {
+    /// Total write cache, both halves together (`dbStorage_writeCacheMaxSizeMb`). One half
+    /// takes adds while the other is flushed. An entry larger than a half is still
+    /// accepted: it is admitted alone into an empty half and flushed through (so memory
+    /// peaks at `write_cache_bytes + max_entry_bytes` in the worst case).
+    pub write_cache_bytes: usize,
+    /// Read cache for read-ahead (`dbStorage_readAheadCacheMaxSizeMb`).
+    pub read_cache_bytes: usize,
+    /// Entries read ahead after a sequential miss (`dbStorage_readAheadCacheBatchSize`).
+    pub readahead_entries: usize,
+    /// Bytes read ahead at most per miss (`dbStorage_readAheadCacheBatchBytesSize`,
+    /// default here 1 MiB instead of "off").
+    pub readahead_bytes: usize,
+    /// How long an add waits for write-cache space before `Throttled`
+    /// (`dbStorage_maxThrottleTimeMs`).
+    pub max_throttle: Duration,
+    /// Largest entry accepted (the 64 MiB frame maximum).
+    pub max_entry_bytes: usize,
+    /// Size of each aligned write while flushing a segment.
+    pub flush_write_bytes: usize,
+    /// Writes in flight while flushing a segment.
+    pub flush_queue_depth: usize,
+    /// Reader handles (each owns one `Disk`): how many disk reads run concurrently.
+    pub readers: usize,
+    /// Open files with O_DIRECT where the backend supports it.
+    pub direct_io: bool,
+    /// Segments whose live fraction is below this are compacted
+    /// (`majorCompactionThreshold`; `minorCompactionThreshold` may be passed per call).
+    pub compaction_threshold: f64,
+    /// Compaction copy rate limit in bytes per second (`compactionRateByBytes`).
+    pub compaction_rate_bytes_per_sec: u64,
+    /// A directory is full above this used fraction (`diskUsageThreshold`).
+    pub disk_usage_threshold: f64,
+    /// A directory is almost full above this (`diskUsageWarnThreshold`).
+    pub disk_usage_warn_threshold: f64,
+    /// A full directory is writable again only below this (`diskUsageLwmThreshold`).
+    pub disk_usage_lwm_threshold: f64,
+}
+
+impl Default for EntryLogConfig {
+    fn default() -> Self {
+        EntryLogConfig {
+            write_cache_bytes: 64 * 1024 * 1024,
+            read_cache_bytes: 64 * 1024 * 1024,
+            readahead_entries: 100,
+            readahead_bytes: 1024 * 1024,
+            max_throttle: Duration::from_millis(10_000),
+            max_entry_bytes: crate::format::MAX_ENTRY_BYTES,
+            flush_write_bytes: 1024 * 1024,
+            flush_queue_depth: 4,
+            readers: 8,
+            direct_io: true,
+            compaction_threshold: 0.5,
+            compaction_rate_bytes_per_sec: 1_000_000,
+            disk_usage_threshold: 0.95,
+            disk_usage_warn_threshold: 0.90,
+            disk_usage_lwm_threshold: 0.95,
+        }
+    }
+}
+
+impl EntryLogConfig {
+    /// Checks ranges; returns a description of the first problem.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.write_cache_bytes < 2 * 4096 {
+            return Err("write_cache_bytes must be at least 8 KiB".into());
+        }
+        if self.max_entry_bytes == 0 || self.max_entry_bytes > crate::format::MAX_ENTRY_BYTES {
+            return Err("max_entry_bytes must be in 1..=64 MiB".into());
+        }
+        if self.flush_write_bytes < 4096 || self.flush_queue_depth == 0 || self.readers == 0 {
+            return Err("flush_write_bytes >= 4096, flush_queue_depth >= 1, readers >= 1".into());
+        }
+        let t = self.disk_usage_threshold;
+        if !(0.0..=1.0).contains(&t)
+            || !(0.0..=t).contains(&self.disk_usage_warn_threshold)
+            || !(0.0..=t).contains(&self.disk_usage_lwm_threshold)
+        {
+            return Err("disk usage thresholds must satisfy warn, lwm <= threshold <= 1".into());
+        }
+        Ok(())
+    }
+}

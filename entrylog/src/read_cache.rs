@@ -1,0 +1,118 @@
+//! Bounded read cache filled by read-ahead, plus the per-ledger "last entry read"
+//! used to detect sequential (catch-up) readers.
+//!
+//! Invariants: `bytes` never exceeds the configured capacity after an insert
+//! (eviction is FIFO); the sequential-reader map holds at most `MAX_TRACKED` ledgers.
+
+use bytes::Bytes;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+const MAX_TRACKED: usize = 16 * 1024;
+
+/// FIFO-evicted cache of entries read ahead.
+#[derive(Default)]
+pub struct ReadCache {
+    map: HashMap<(u64, u64), Bytes>,
+    order: VecDeque<(u64, u64)>,
+    bytes: usize,
+    capacity: usize,
+    last_read: HashMap<u64, u64>,
+}
+
+impl ReadCache {
+    pub fn new(capacity: usize) -> Self {
+        ReadCache {
+            capacity,
+            ..Default::default()
+        }
+    }
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    pub fn count(&self) -> usize {
+        self.map.len()
+    }
+    pub fn get(&self, ledger: u64, entry: u64) -> Option<Bytes> {
+        self.map.get(&(ledger, entry)).cloned()
+    }
+    /// Inserts, evicting the oldest entries to stay within capacity. Entries larger
+    /// than half the capacity are not cached.
+    pub fn insert(&mut self, ledger: u64, entry: u64, data: Bytes) {
+        if data.len() > self.capacity / 2 {
+            return;
+        }
+        self.remove(ledger, entry);
+        while self.bytes + data.len() > self.capacity {
+            let Some(k) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = self.map.remove(&k) {
+                self.bytes -= old.len();
+            }
+        }
+        self.bytes += data.len();
+        self.map.insert((ledger, entry), data);
+        self.order.push_back((ledger, entry));
+        // Keep the order queue from growing without bound through stale keys.
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order.retain(|k| map.contains_key(k));
+        }
+    }
+    pub fn remove(&mut self, ledger: u64, entry: u64) {
+        if let Some(old) = self.map.remove(&(ledger, entry)) {
+            self.bytes -= old.len();
+        }
+    }
+    /// Drops all entries of the given ledgers (one pass).
+    pub fn remove_ledgers(&mut self, ledgers: &HashSet<u64>) {
+        if ledgers.is_empty() {
+            return;
+        }
+        let mut freed = 0;
+        self.map.retain(|(l, _), b| {
+            let keep = !ledgers.contains(l);
+            if !keep {
+                freed += b.len();
+            }
+            keep
+        });
+        self.bytes -= freed;
+        self.order.retain(|(l, _)| !ledgers.contains(l));
+        self.last_read.retain(|l, _| !ledgers.contains(l));
+    }
+    /// Records a read of `entry` and says whether it continues a sequential scan
+    /// (the previous read of this ledger was `entry - 1`).
+    pub fn note_read(&mut self, ledger: u64, entry: u64) -> bool {
+        let seq = entry
+            .checked_sub(1)
+            .is_some_and(|p| self.last_read.get(&ledger) == Some(&p));
+        if self.last_read.len() >= MAX_TRACKED && !self.last_read.contains_key(&ledger) {
+            self.last_read.clear();
+        }
+        self.last_read.insert(ledger, entry);
+        seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_fifo() {
+        let mut c = ReadCache::new(10);
+        for e in 0..10 {
+            c.insert(1, e, Bytes::from_static(b"abc"));
+            assert!(c.bytes() <= 10);
+        }
+        assert!(c.get(1, 9).is_some());
+        assert!(c.get(1, 0).is_none());
+        c.insert(1, 99, Bytes::from(vec![0; 6]));
+        assert!(c.get(1, 99).is_none(), "larger than half is not cached");
+        assert!(!c.note_read(2, 5));
+        assert!(c.note_read(2, 6));
+        c.remove_ledgers(&[1].into_iter().collect());
+        assert_eq!(c.bytes(), 0);
+    }
+}

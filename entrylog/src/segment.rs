@@ -1,0 +1,486 @@
+//! Segment file I/O through the `Disk` trait: writing a whole segment sequentially
+//! (large aligned writes, then fdatasync, then rename from `.tmp`, then directory
+//! sync), loading a segment's trailer and footer, and reading entry records back.
+//!
+//! Invariants: a file named `seg-<id>.seg` was fully written and datasynced before
+//! the rename that gave it that name, so at start-up a `.seg` that does not decode is
+//! corruption, while a `.seg.tmp` is an unfinished write to delete. Every record read
+//! back is checked against its CRC32C and its footer entry.
+
+use crate::format::{self, EntryLoc, LedgerRun, Trailer, ENTRY_HEADER_LEN, TRAILER_LEN};
+use crate::{Error, Result};
+use bk_disk::{round_up, AlignedBuf, Disk, FileId, Op, OpenOptions, SECTOR};
+use bytes::Bytes;
+use std::io;
+use std::path::Path;
+
+/// File name of a segment.
+pub fn segment_name(id: u64) -> String {
+    format!("seg-{id:016x}.seg")
+}
+
+/// Parses `seg-<16 hex>.seg` or `seg-<16 hex>.seg.tmp`; returns (id, is_tmp).
+pub fn parse_segment_name(name: &str) -> Option<(u64, bool)> {
+    let rest = name.strip_prefix("seg-")?;
+    let (hex, tmp) = if let Some(h) = rest.strip_suffix(".seg.tmp") {
+        (h, true)
+    } else {
+        (rest.strip_suffix(".seg")?, false)
+    };
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok().map(|id| (id, tmp))
+}
+
+fn corruption(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Corruption {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    }
+}
+
+/// Entries to write into a segment: sorted by (ledger, entry).
+pub struct SegmentInput<'a> {
+    pub ledgers: Vec<(u64, Vec<(u64, &'a Bytes)>)>,
+}
+
+/// What a written segment holds.
+pub struct WrittenSegment {
+    pub file_len: u64,
+    pub data_len: u64,
+    pub runs: Vec<LedgerRun>,
+}
+
+/// Sequential writer of aligned chunks with a bounded number in flight.
+struct ChunkWriter<'d> {
+    disk: &'d mut dyn Disk,
+    file: FileId,
+    chunk: usize,
+    depth: usize,
+    buf: AlignedBuf,
+    buf_offset: u64,
+    spare: Vec<AlignedBuf>,
+    in_flight: usize,
+    error: Option<io::Error>,
+}
+
+impl<'d> ChunkWriter<'d> {
+    fn new(disk: &'d mut dyn Disk, file: FileId, chunk: usize, depth: usize) -> Self {
+        ChunkWriter {
+            disk,
+            file,
+            chunk,
+            depth,
+            buf: AlignedBuf::with_capacity(chunk),
+            buf_offset: 0,
+            spare: Vec::new(),
+            in_flight: 0,
+            error: None,
+        }
+    }
+
+    fn append(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let room = self.chunk - self.buf.len();
+            let n = room.min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.buf.len() == self.chunk {
+                self.submit_buf()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize) {
+        for c in self.disk.reap(min) {
+            self.in_flight -= 1;
+            let want = c.buf.as_ref().map(|b| b.len());
+            match c.result {
+                Ok(n) if Some(n) == want => {}
+                Ok(n) => {
+                    self.error.get_or_insert(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        format!("short write: {n} of {want:?} bytes"),
+                    ));
+                }
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
+            if let Some(mut b) = c.buf {
+                b.set_len(0);
+                self.spare.push(b);
+            }
+        }
+    }
+
+    fn submit_buf(&mut self) -> io::Result<()> {
+        while self.in_flight >= self.depth {
+            self.reap(1);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let next = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::with_capacity(self.chunk));
+        let buf = std::mem::replace(&mut self.buf, next);
+        let len = buf.len() as u64;
+        let offset = self.buf_offset;
+        self.buf_offset += len;
+        self.disk.submit(
+            offset,
+            Op::Write {
+                file: self.file,
+                offset,
+                buf,
+            },
+        )?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Pads the last chunk to a sector, writes it, and waits for every write.
+    fn finish(&mut self) -> io::Result<()> {
+        let mut result = Ok(());
+        if !self.buf.is_empty() {
+            self.buf.pad_to_sector();
+            result = self.submit_buf();
+        }
+        while self.in_flight > 0 {
+            self.reap(self.in_flight);
+        }
+        result?;
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Submits one operation and waits for it; checks the byte count of writes.
+fn run_op(disk: &mut dyn Disk, op: Op) -> io::Result<(usize, Option<AlignedBuf>)> {
+    let c = bk_disk::run_one(disk, op);
+    c.result.map(|n| (n, c.buf))
+}
+
+/// Writes `ops` then fdatasync; on error the caller removes the file.
+fn datasync(disk: &mut dyn Disk, file: FileId) -> io::Result<()> {
+    run_op(disk, Op::Fdatasync { file }).map(|_| ())
+}
+
+/// Writes a complete segment: `<dir>/seg-<id>.seg.tmp`, datasync, rename to
+/// `seg-<id>.seg`, sync the directory. On failure the temporary file is removed
+/// (best effort) and the error returned; nothing is left under the final name.
+#[allow(clippy::too_many_arguments)]
+pub fn write_segment(
+    disk: &mut dyn Disk,
+    dir: &Path,
+    id: u64,
+    seq: u64,
+    input: &SegmentInput<'_>,
+    chunk: usize,
+    depth: usize,
+    direct: bool,
+) -> Result<WrittenSegment> {
+    let final_path = dir.join(segment_name(id));
+    let tmp_path = dir.join(format!("{}.tmp", segment_name(id)));
+    let file = disk
+        .open(
+            &tmp_path,
+            OpenOptions {
+                create: true,
+                create_new: true,
+                write: true,
+                direct,
+            },
+        )
+        .map_err(|e| Error::io(format!("creating {}", tmp_path.display()), e))?;
+    let result = write_segment_body(disk, file, id, seq, input, chunk, depth);
+    let close = disk.close(file);
+    let outcome = result.and_then(|(file_len, data_len, runs)| {
+        close.map_err(|e| Error::io(format!("closing {}", tmp_path.display()), e))?;
+        disk.rename(&tmp_path, &final_path)
+            .map_err(|e| Error::io(format!("renaming {}", tmp_path.display()), e))?;
+        if let Err(e) = disk.sync_dir(dir) {
+            let _ = disk.remove(&final_path);
+            return Err(Error::io(format!("syncing directory {}", dir.display()), e));
+        }
+        Ok(WrittenSegment {
+            file_len,
+            data_len,
+            runs,
+        })
+    });
+    if outcome.is_err() {
+        let _ = disk.remove(&tmp_path);
+    }
+    outcome
+}
+
+fn write_segment_body(
+    disk: &mut dyn Disk,
+    file: FileId,
+    id: u64,
+    seq: u64,
+    input: &SegmentInput<'_>,
+    chunk: usize,
+    depth: usize,
+) -> Result<(u64, u64, Vec<LedgerRun>)> {
+    let chunk = round_up(chunk.max(SECTOR), SECTOR);
+    // Lay out first, so the file can be preallocated and the footer built.
+    let mut runs = Vec::with_capacity(input.ledgers.len());
+    let mut offset = 0u64;
+    let mut count = 0u32;
+    for (ledger, entries) in &input.ledgers {
+        let mut locs = Vec::with_capacity(entries.len());
+        for (entry, data) in entries {
+            locs.push(EntryLoc {
+                entry: *entry,
+                offset,
+                len: data.len() as u32,
+            });
+            offset += (ENTRY_HEADER_LEN + data.len()) as u64;
+            count += 1;
+        }
+        runs.push(LedgerRun {
+            ledger: *ledger,
+            entries: locs,
+        });
+    }
+    let data_len = offset;
+    let mut footer = Vec::new();
+    format::encode_footer(&runs, &mut footer);
+    let file_len = round_up((data_len as usize) + footer.len() + TRAILER_LEN, SECTOR) as u64;
+    let trailer = Trailer {
+        entry_count: count,
+        segment_id: id,
+        seq,
+        data_len,
+        footer_offset: data_len,
+        footer_len: footer.len() as u32,
+        footer_crc: crc32c::crc32c(&footer),
+    };
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |e: io::Error| Error::io(format!("{what} segment {id}"), e)
+    };
+    match run_op(
+        disk,
+        Op::Fallocate {
+            file,
+            offset: 0,
+            len: file_len,
+        },
+    ) {
+        Ok(_) => {}
+        // Preallocation is an optimisation; only a lack of space is an answer.
+        Err(e) if e.raw_os_error() == Some(28) => return Err(io_err("preallocating")(e)),
+        Err(_) => {}
+    }
+    let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1));
+    let write_all = |w: &mut ChunkWriter<'_>| -> io::Result<()> {
+        for (ledger, entries) in &input.ledgers {
+            for (entry, data) in entries {
+                w.append(&format::encode_entry_header(*ledger, *entry, data))?;
+                w.append(data)?;
+            }
+        }
+        w.append(&footer)?;
+        let pad = file_len as usize - data_len as usize - footer.len() - TRAILER_LEN;
+        w.append(&vec![0u8; pad])?;
+        w.append(&trailer.encode())?;
+        Ok(())
+    };
+    let written = write_all(&mut w);
+    let finished = w.finish();
+    written.map_err(io_err("writing"))?;
+    finished.map_err(io_err("writing"))?;
+    datasync(disk, file).map_err(io_err("datasyncing"))?;
+    Ok((file_len, data_len, runs))
+}
+
+/// Reads `[offset, offset+len)` of a file, sector-aligned around it. Returns the
+/// buffer and the index of `offset` in it. A short read is reported as `UnexpectedEof`.
+pub fn read_span(
+    disk: &mut dyn Disk,
+    file: FileId,
+    offset: u64,
+    len: usize,
+) -> io::Result<(AlignedBuf, usize)> {
+    let start = offset & !(SECTOR as u64 - 1);
+    let skip = (offset - start) as usize;
+    let span = round_up(skip + len, SECTOR);
+    let buf = AlignedBuf::with_capacity(span);
+    let (n, buf) = run_op(
+        disk,
+        Op::Read {
+            file,
+            offset: start,
+            len: span,
+            buf,
+        },
+    )?;
+    let buf = buf.ok_or_else(|| io::Error::other("read completion without buffer"))?;
+    if n < skip + len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("short read at {offset}: {n} of {} bytes", skip + len),
+        ));
+    }
+    Ok((buf, skip))
+}
+
+/// Loads a segment's trailer and footer.
+pub fn load_index(disk: &mut dyn Disk, path: &Path) -> Result<(Trailer, Vec<LedgerRun>, u64)> {
+    let file = disk
+        .open(path, OpenOptions::default())
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let r = load_index_open(disk, file, path);
+    let _ = disk.close(file);
+    r
+}
+
+fn load_index_open(
+    disk: &mut dyn Disk,
+    file: FileId,
+    path: &Path,
+) -> Result<(Trailer, Vec<LedgerRun>, u64)> {
+    let file_len = disk
+        .file_len(file)
+        .map_err(|e| Error::io(format!("sizing {}", path.display()), e))?;
+    if file_len < SECTOR as u64 || file_len % SECTOR as u64 != 0 {
+        return Err(corruption(
+            path,
+            format!("segment length {file_len} is not a positive multiple of {SECTOR}"),
+        ));
+    }
+    let last = file_len - SECTOR as u64;
+    let (buf, skip) = read_span(disk, file, last, SECTOR).map_err(|e| read_err(path, e))?;
+    let trailer = Trailer::decode(&buf.as_slice()[skip..skip + SECTOR], file_len)
+        .map_err(|e| corruption(path, e))?;
+    let (fbuf, fskip) = read_span(
+        disk,
+        file,
+        trailer.footer_offset,
+        trailer.footer_len as usize,
+    )
+    .map_err(|e| read_err(path, e))?;
+    let footer = &fbuf.as_slice()[fskip..fskip + trailer.footer_len as usize];
+    let runs = format::decode_checked_footer(&trailer, footer).map_err(|e| corruption(path, e))?;
+    Ok((trailer, runs, file_len))
+}
+
+/// A short read of bytes the footer promises is corruption (a truncated file); any
+/// other read error is an I/O error.
+pub fn read_err(path: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        corruption(path, e)
+    } else {
+        Error::io(format!("reading {}", path.display()), e)
+    }
+}
+
+/// Reads consecutive records `locs` (adjacent in the file, ascending) of `ledger`
+/// in one read and verifies each one.
+pub fn read_records(
+    disk: &mut dyn Disk,
+    file: FileId,
+    path: &Path,
+    ledger: u64,
+    locs: &[EntryLoc],
+) -> Result<Vec<Bytes>> {
+    let (Some(first), Some(last)) = (locs.first(), locs.last()) else {
+        return Ok(Vec::new());
+    };
+    let end = last.offset + last.record_len();
+    let (buf, skip) = read_span(disk, file, first.offset, (end - first.offset) as usize)
+        .map_err(|e| read_err(path, e))?;
+    let data = buf.as_slice();
+    let mut out = Vec::with_capacity(locs.len());
+    for l in locs {
+        let at = skip + (l.offset - first.offset) as usize;
+        let payload = format::decode_entry_record(&data[at..], ledger, l.entry, l.len)
+            .map_err(|e| corruption(path, e))?;
+        out.push(Bytes::copy_from_slice(payload));
+    }
+    Ok(out)
+}
+
+/// Reads a whole small file (the ledger-state file).
+pub fn read_small_file(disk: &mut dyn Disk, path: &Path) -> Result<Vec<u8>> {
+    let file = disk
+        .open(path, OpenOptions::default())
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let r = (|| {
+        let len = disk
+            .file_len(file)
+            .map_err(|e| Error::io(format!("sizing {}", path.display()), e))?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let (buf, _) = read_span(disk, file, 0, len as usize).map_err(|e| read_err(path, e))?;
+        Ok(buf.as_slice()[..len as usize].to_vec())
+    })();
+    let _ = disk.close(file);
+    r
+}
+
+/// Replaces `<dir>/<name>` atomically with `data`: write `<name>.tmp`, datasync,
+/// rename, sync the directory.
+pub fn replace_file(
+    disk: &mut dyn Disk,
+    dir: &Path,
+    name: &str,
+    data: &[u8],
+    direct: bool,
+) -> Result<()> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.tmp"));
+    let _ = disk.remove(&tmp);
+    let file = disk
+        .open(
+            &tmp,
+            OpenOptions {
+                create: true,
+                create_new: true,
+                write: true,
+                direct,
+            },
+        )
+        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    let mut buf = AlignedBuf::with_capacity(data.len().max(1));
+    buf.extend_from_slice(data);
+    buf.pad_to_sector();
+    let r = run_op(
+        disk,
+        Op::WriteDatasync {
+            file,
+            offset: 0,
+            buf,
+        },
+    )
+    .and_then(|(n, b)| {
+        let want = b.map_or(0, |b| b.len());
+        if n != want {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write {n} of {want}"),
+            ));
+        }
+        Ok(())
+    });
+    let c = disk.close(file);
+    let r = r
+        .and(c)
+        .and_then(|_| disk.rename(&tmp, &path))
+        .and_then(|_| disk.sync_dir(dir));
+    if let Err(e) = r {
+        let _ = disk.remove(&tmp);
+        return Err(Error::io(format!("writing {}", path.display()), e));
+    }
+    Ok(())
+}
