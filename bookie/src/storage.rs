@@ -1,1 +1,400 @@
-//! `storage`: owned by the request-path engineer; being written.
+//! `storage`: the journal + entry log pair behind the request path.
+//!
+//! Owns the narrow interfaces the handlers use ([`LedgerStorage`] for ledger state and
+//! entries, [`JournalSink`] for durability) and [`Store`], which pairs one storage with
+//! its journals and keeps these invariants:
+//!
+//! - **Replay before serving.** [`Store::open`] replays every journal record written after
+//!   the last checkpoint (entries, master keys, fences, explicit LACs) into the entry log
+//!   before it returns; the server binds its port only after that.
+//! - **Checkpoint order.** The background flusher takes each journal's checkpoint mark
+//!   *before* flushing the entry log, and hands the mark back to the journal only after the
+//!   flush returned `Ok`: the journal is never trimmed past data the entry log has not made
+//!   durable (docs/durability.md).
+//! - **A failed fsync is fatal.** A journal or flush failure is logged with its reason and
+//!   goes to the [`FatalHandler`] (the binary exits non-zero); nothing retries an fsync.
+//! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`), so all
+//!   records of one ledger go through one FIFO journal and keep their order.
+//!
+//! The real implementations (bk-journal, bk-entrylog) are adapted in [`real`]; the
+//! in-memory test double lives in [`mem`] and is never what the binary runs.
+
+pub mod mem;
+pub mod real;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+/// A ledger id as it appears on the wire (Java `long`).
+pub type LedgerId = i64;
+/// An entry id as it appears on the wire; `-1` only at the wire edge ("last entry").
+pub type EntryId = i64;
+
+/// Journal meta-record entry ids (Java `BookieImpl.METAENTRY_ID_*`).
+pub const METAENTRY_ID_LEDGER_KEY: i64 = -0x1000;
+pub const METAENTRY_ID_FENCE_KEY: i64 = -0x2000;
+pub const METAENTRY_ID_FORCE_LEDGER: i64 = -0x4000;
+pub const METAENTRY_ID_LEDGER_EXPLICITLAC: i64 = -0x8000;
+
+/// Errors of the storage layer, classified the way the handlers answer them.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    /// The ledger is not known to this bookie.
+    #[error("no such ledger {0}")]
+    NoLedger(LedgerId),
+    /// The ledger is known but the entry is not stored.
+    #[error("no such entry {1} in ledger {0}")]
+    NoEntry(LedgerId, EntryId),
+    /// The stored master key differs from a non-zero request key (Java IllegalOpException,
+    /// answered EIO).
+    #[error("master key of ledger {0} conflicts with the stored key")]
+    MasterKeyConflict(LedgerId),
+    /// The write cache stayed full too long (answered ETOOMANYREQUESTS).
+    #[error("storage throttled: {0}")]
+    Throttled(String),
+    /// Stored data failed its checksum or structure check (answered EIO, never ENOENTRY).
+    #[error("corruption: {0}")]
+    Corruption(String),
+    /// An I/O failure (answered EIO).
+    #[error("I/O error: {0}")]
+    Io(String),
+    /// The journal failed (fsync or write); fatal for the process.
+    #[error("journal failed: {0}")]
+    JournalFailed(String),
+    /// The request cannot be stored as given (answered EBADREQ).
+    #[error("invalid input: {0}")]
+    Invalid(String),
+}
+
+/// Resolves when a journal record is durable (or handed to the OS, for ack-before-sync).
+pub type Durable = Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send + 'static>>;
+
+/// A durable future that is already complete.
+pub fn durable_ready(result: Result<(), StorageError>) -> Durable {
+    Box::pin(std::future::ready(result))
+}
+
+/// A record the request path writes to the journal.
+///
+/// Format on the journal (Java compatible payloads, written by bk-journal):
+/// - `Entry`: the entry bytes as received (`ledgerId(8) entryId(8) lac(8) len(8) digest payload`);
+/// - `MasterKey`: `ledgerId(8) entryId=-0x1000(8) keyLen(4, BE) key`;
+/// - `Fence`: `ledgerId(8) entryId=-0x2000(8)`;
+/// - `ExplicitLac`: `ledgerId(8) entryId=-0x8000(8) len(4, BE) body`;
+/// - `ForceBarrier`: not written; completes after everything queued before it is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JournalRecord {
+    Entry {
+        ledger: LedgerId,
+        entry: EntryId,
+        body: Bytes,
+    },
+    MasterKey {
+        ledger: LedgerId,
+        key: Bytes,
+    },
+    Fence {
+        ledger: LedgerId,
+    },
+    ExplicitLac {
+        ledger: LedgerId,
+        body: Bytes,
+    },
+    ForceBarrier {
+        ledger: LedgerId,
+    },
+}
+
+impl JournalRecord {
+    pub fn ledger(&self) -> LedgerId {
+        match self {
+            JournalRecord::Entry { ledger, .. }
+            | JournalRecord::MasterKey { ledger, .. }
+            | JournalRecord::Fence { ledger }
+            | JournalRecord::ExplicitLac { ledger, .. }
+            | JournalRecord::ForceBarrier { ledger } => *ledger,
+        }
+    }
+}
+
+/// When a journal append is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckMode {
+    /// After the group holding the record is fdatasync'd (the default).
+    Sync,
+    /// After the record is handed to the OS (v3 DEFERRED_SYNC; never for recovery adds).
+    BeforeSync,
+}
+
+/// A group-committed write-ahead log.
+///
+/// Requirement: `append` enqueues the record **at call time** (not when the returned future
+/// is first polled), so records appended by one caller keep their order in the journal.
+pub trait JournalSink: Send + Sync + 'static {
+    fn append(&self, record: JournalRecord, ack: AckMode) -> Durable;
+}
+
+/// Persisted per-ledger state (Java `LedgerData`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerMeta {
+    pub fenced: bool,
+    /// Empty for a ledger created without a key (never happens from the wire).
+    pub master_key: Bytes,
+    /// The explicit LAC body as written by WRITE_LAC.
+    pub explicit_lac: Option<Bytes>,
+}
+
+/// Ledger storage: the entry log, its index and per-ledger state. Methods take `&self`
+/// (implementations lock internally) and may block on disk I/O for reads.
+pub trait LedgerStorage: Send + Sync + 'static {
+    /// The ledger's persisted state, `None` if the ledger is unknown.
+    fn ledger_meta(&self, ledger: LedgerId) -> Result<Option<LedgerMeta>, StorageError>;
+    /// Creates the ledger with `key`, or checks `key` against the stored one: a stored
+    /// all-zero key is replaced; a different non-zero key -> `MasterKeyConflict`.
+    fn set_master_key(&self, ledger: LedgerId, key: &[u8]) -> Result<(), StorageError>;
+    /// Marks the ledger fenced; returns whether it changed. The ledger must exist.
+    fn set_fenced(&self, ledger: LedgerId) -> Result<bool, StorageError>;
+    /// Stores the explicit LAC body. The ledger must exist.
+    fn set_explicit_lac(&self, ledger: LedgerId, body: Bytes) -> Result<(), StorageError>;
+    /// Inserts an entry (readable at once). A duplicate id overwrites. The ledger must exist.
+    fn add_entry(&self, ledger: LedgerId, entry: EntryId, body: Bytes) -> Result<(), StorageError>;
+    /// One entry; `NoLedger` if the ledger is unknown, `NoEntry` if not stored.
+    fn get_entry(&self, ledger: LedgerId, entry: EntryId) -> Result<Bytes, StorageError>;
+    /// The stored entry with the highest id; `NoLedger` / `NoEntry` as above.
+    fn last_entry(&self, ledger: LedgerId) -> Result<Bytes, StorageError>;
+    /// Ids of all stored entries, ascending; `NoLedger` if unknown.
+    fn entry_ids(&self, ledger: LedgerId) -> Result<Vec<EntryId>, StorageError>;
+    /// True when the write cache wants a flush now (filled past its threshold).
+    fn needs_flush(&self) -> bool;
+    /// Makes everything inserted so far durable in the entry log and its index.
+    fn flush(&self) -> Result<(), StorageError>;
+}
+
+/// Journal replay: one record found after the last checkpoint, as `Store::open` applies it.
+pub fn apply_replayed(
+    storage: &dyn LedgerStorage,
+    record: &JournalRecord,
+) -> Result<(), StorageError> {
+    match record {
+        JournalRecord::Entry {
+            ledger,
+            entry,
+            body,
+        } => {
+            if storage.ledger_meta(*ledger)?.is_none() {
+                // Entry without a preceding key record (key journaled before the last
+                // checkpoint but the ledger state lost): create with an all-zero key, which
+                // the first writer's key replaces (Java `setMasterKey` rule).
+                storage.set_master_key(*ledger, &[0u8; 20])?;
+            }
+            storage.add_entry(*ledger, *entry, body.clone())
+        }
+        JournalRecord::MasterKey { ledger, key } => {
+            match storage.set_master_key(*ledger, key) {
+                // A later key record wins over an older one for the same ledger (replay
+                // cannot tell which request was answered): never fail start-up on it.
+                Err(StorageError::MasterKeyConflict(_)) => Ok(()),
+                other => other,
+            }
+        }
+        JournalRecord::Fence { ledger } => {
+            if storage.ledger_meta(*ledger)?.is_none() {
+                storage.set_master_key(*ledger, &[0u8; 20])?;
+            }
+            storage.set_fenced(*ledger).map(|_| ())
+        }
+        JournalRecord::ExplicitLac { ledger, body } => {
+            if storage.ledger_meta(*ledger)?.is_none() {
+                storage.set_master_key(*ledger, &[0u8; 20])?;
+            }
+            storage.set_explicit_lac(*ledger, body.clone())
+        }
+        JournalRecord::ForceBarrier { .. } => Ok(()),
+    }
+}
+
+/// Called once with the reason when durability is lost (failed fsync, failed flush).
+pub type FatalHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The handler the binary uses: log and exit non-zero without unwinding.
+pub fn exit_on_fatal() -> FatalHandler {
+    Arc::new(|reason: &str| {
+        tracing::error!(reason, "fatal storage failure; exiting");
+        eprintln!("bookie: fatal storage failure: {reason}");
+        std::process::exit(70);
+    })
+}
+
+/// The checkpoint side of a journal: what the flusher needs.
+pub trait Checkpointer: Send + Sync + 'static {
+    /// Opaque position: everything journaled before it is covered once the entry log has
+    /// been flushed after taking it.
+    fn mark(&self) -> u64;
+    /// The entry log has durably flushed everything up to `mark`; the journal may trim.
+    fn checkpoint(&self, mark: u64) -> Result<(), StorageError>;
+}
+
+/// One ledger storage paired with its journals; what the handlers hold.
+pub struct Store {
+    pub storage: Arc<dyn LedgerStorage>,
+    pub journal: Arc<dyn JournalSink>,
+    checkpointers: Vec<Arc<dyn Checkpointer>>,
+    fatal: FatalHandler,
+    flush_lock: parking_lot::Mutex<()>,
+}
+
+impl Store {
+    pub fn new(
+        storage: Arc<dyn LedgerStorage>,
+        journal: Arc<dyn JournalSink>,
+        checkpointers: Vec<Arc<dyn Checkpointer>>,
+        fatal: FatalHandler,
+    ) -> Arc<Self> {
+        Arc::new(Store {
+            storage,
+            journal,
+            checkpointers,
+            fatal,
+            flush_lock: parking_lot::Mutex::new(()),
+        })
+    }
+
+    /// Appends a journal record; a journal failure is reported to the fatal handler as
+    /// well as returned (the caller answers EIO, the process then exits).
+    pub fn journal(&self, record: JournalRecord, ack: AckMode) -> Durable {
+        let fut = self.journal.append(record, ack);
+        let fatal = self.fatal.clone();
+        Box::pin(async move {
+            let result = fut.await;
+            if let Err(e) = &result {
+                fatal(&format!("journal append failed: {e}"));
+            }
+            result
+        })
+    }
+
+    /// Flush the entry log, then checkpoint every journal at the mark taken before it.
+    /// A failure goes to the fatal handler.
+    pub fn flush_and_checkpoint(&self) -> Result<(), StorageError> {
+        let _one_at_a_time = self.flush_lock.lock();
+        let marks: Vec<u64> = self.checkpointers.iter().map(|c| c.mark()).collect();
+        let result = self.storage.flush().and_then(|()| {
+            for (c, mark) in self.checkpointers.iter().zip(marks) {
+                c.checkpoint(mark)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = &result {
+            (self.fatal)(&format!("entry log flush / checkpoint failed: {e}"));
+        }
+        result
+    }
+
+    /// Starts the background flusher: flushes when the write cache asks for it (checked
+    /// every `poll`) or every `interval`, until `stop` is set. Runs on its own thread
+    /// because flushing blocks on disk I/O.
+    pub fn spawn_flusher(
+        self: &Arc<Self>,
+        interval: Duration,
+        poll: Duration,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let store = self.clone();
+        std::thread::Builder::new()
+            .name("bookie-flusher".into())
+            .spawn(move || {
+                let mut last = std::time::Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::sleep(poll);
+                    if store.storage.needs_flush() || last.elapsed() >= interval {
+                        if store.flush_and_checkpoint().is_err() {
+                            return;
+                        }
+                        last = std::time::Instant::now();
+                    }
+                }
+            })
+    }
+}
+
+/// Index of the journal for a ledger among `journals` (Java `MathUtils.signSafeMod`).
+pub fn journal_index(ledger: LedgerId, journals: usize) -> usize {
+    if journals == 0 {
+        return 0;
+    }
+    ledger.rem_euclid(journals as i64) as usize
+}
+
+/// Total and free bytes over the distinct file systems of `dirs` (GET_BOOKIE_INFO).
+pub fn disk_space(dirs: &[std::path::PathBuf]) -> Result<(u64, u64), StorageError> {
+    let mut seen = std::collections::HashSet::new();
+    let (mut total, mut free) = (0u64, 0u64);
+    for dir in dirs {
+        let s = statvfs(dir)?;
+        if seen.insert(s.fsid) {
+            total = total.saturating_add(s.total);
+            free = free.saturating_add(s.free);
+        }
+    }
+    Ok((total, free))
+}
+
+struct FsSpace {
+    fsid: u64,
+    total: u64,
+    free: u64,
+}
+
+fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| StorageError::Invalid(format!("path with NUL: {}", dir.display())))?;
+    // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers as above.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut st) };
+    if rc != 0 {
+        return Err(StorageError::Io(format!(
+            "statvfs {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    let frsize = if st.f_frsize > 0 {
+        st.f_frsize
+    } else {
+        st.f_bsize
+    };
+    Ok(FsSpace {
+        fsid: st.f_fsid,
+        total: (st.f_blocks as u64).saturating_mul(frsize),
+        free: (st.f_bavail as u64).saturating_mul(frsize),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_index_is_sign_safe() {
+        assert_eq!(journal_index(5, 2), 1);
+        assert_eq!(journal_index(-3, 2), 1);
+        assert_eq!(journal_index(7, 1), 0);
+        assert_eq!(journal_index(7, 0), 0);
+    }
+
+    #[test]
+    fn disk_space_of_tmp_is_nonzero() {
+        let dir = tempfile::tempdir().unwrap();
+        let (total, free) =
+            disk_space(&[dir.path().to_path_buf(), dir.path().to_path_buf()]).expect("statvfs");
+        assert!(total > 0 && free <= total);
+        let (t1, _) = disk_space(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(t1, total, "same fs counted once");
+    }
+}
