@@ -597,6 +597,18 @@ impl EntryLog {
         self.shared.dir_usages()
     }
 
+    /// Test aid: (segment, seq, entry ids) of each run of a ledger, in precedence order.
+    #[doc(hidden)]
+    pub fn debug_runs(&self, ledger: u64) -> Vec<(u64, u64, Vec<u64>)> {
+        let g = self.shared.inner.lock();
+        g.index.ledgers.get(&ledger).map_or(Vec::new(), |m| {
+            m.runs
+                .iter()
+                .map(|r| (r.seg, r.seq, r.entries.iter().map(|e| e.entry).collect()))
+                .collect()
+        })
+    }
+
     /// Metrics for export.
     pub fn metrics(&self) -> &EntryLogMetrics {
         &self.shared.metrics
@@ -787,7 +799,9 @@ impl Shared {
             if g.flushing.is_none() {
                 self.swap_locked(&mut g);
             }
-            g.swaps
+            // Everything added before this call: the flushing half and, if not
+            // empty, the active half (which takes the next swap number).
+            g.swaps + u64::from(!g.active.is_empty())
         };
         let r = (|| {
             loop {
@@ -1114,7 +1128,7 @@ impl Shared {
             });
         };
         let mut rc = self.read_cache.lock();
-        if let Some(b) = rc.get(ledger, entry) {
+        if let Some(b) = rc.get(ledger, entry, seg, loc.offset) {
             rc.note_read(ledger, entry);
             M::add(&self.metrics.read_cache_hits, 1);
             return Ok(ReadPlan::Done(b));
@@ -1127,7 +1141,12 @@ impl Shared {
             let run = &meta.runs[ri];
             let mut bytes = loc.record_len();
             for next in run.entries.iter().skip(i + 1) {
-                if locs.len() >= self.cfg.readahead_entries
+                // Only current copies: a later run may hold a newer copy.
+                let current = meta
+                    .lookup(next.entry)
+                    .is_some_and(|(s, l, _, _)| s == seg && l.offset == next.offset);
+                if !current
+                    || locs.len() >= self.cfg.readahead_entries
                     || bytes + next.record_len() > self.cfg.readahead_bytes as u64
                 {
                     break;
@@ -1165,7 +1184,7 @@ impl Shared {
                         M::add(&self.metrics.readahead_entries, v.len() as u64 - 1);
                         let mut rc = self.read_cache.lock();
                         for (l, b) in locs.iter().zip(v.iter()).skip(1) {
-                            rc.insert(ledger, l.entry, b.clone());
+                            rc.insert(ledger, l.entry, seg, l.offset, b.clone());
                         }
                         M::set(&self.metrics.read_cache_size, rc.bytes() as u64);
                         M::set(&self.metrics.read_cache_count, rc.count() as u64);

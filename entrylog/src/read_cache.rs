@@ -2,7 +2,10 @@
 //! used to detect sequential (catch-up) readers.
 //!
 //! Invariants: `bytes` never exceeds the configured capacity after an insert
-//! (eviction is FIFO); the sequential-reader map holds at most `MAX_TRACKED` ledgers.
+//! (eviction is FIFO); the sequential-reader map holds at most `MAX_TRACKED` ledgers;
+//! every cached entry remembers the (segment, offset) of the copy it was read from,
+//! and a lookup hits only if that is still the current copy, so a newer copy of the
+//! same entry (a duplicate add) or a stale read-ahead can never be served.
 
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -12,7 +15,7 @@ const MAX_TRACKED: usize = 16 * 1024;
 /// FIFO-evicted cache of entries read ahead.
 #[derive(Default)]
 pub struct ReadCache {
-    map: HashMap<(u64, u64), Bytes>,
+    map: HashMap<(u64, u64), (u64, u64, Bytes)>,
     order: VecDeque<(u64, u64)>,
     bytes: usize,
     capacity: usize,
@@ -32,12 +35,16 @@ impl ReadCache {
     pub fn count(&self) -> usize {
         self.map.len()
     }
-    pub fn get(&self, ledger: u64, entry: u64) -> Option<Bytes> {
-        self.map.get(&(ledger, entry)).cloned()
+    /// The cached entry, if it was read from copy (`seg`, `offset`).
+    pub fn get(&self, ledger: u64, entry: u64, seg: u64, offset: u64) -> Option<Bytes> {
+        match self.map.get(&(ledger, entry)) {
+            Some((s, o, b)) if *s == seg && *o == offset => Some(b.clone()),
+            _ => None,
+        }
     }
     /// Inserts, evicting the oldest entries to stay within capacity. Entries larger
     /// than half the capacity are not cached.
-    pub fn insert(&mut self, ledger: u64, entry: u64, data: Bytes) {
+    pub fn insert(&mut self, ledger: u64, entry: u64, seg: u64, offset: u64, data: Bytes) {
         if data.len() > self.capacity / 2 {
             return;
         }
@@ -47,11 +54,11 @@ impl ReadCache {
                 break;
             };
             if let Some(old) = self.map.remove(&k) {
-                self.bytes -= old.len();
+                self.bytes -= old.2.len();
             }
         }
         self.bytes += data.len();
-        self.map.insert((ledger, entry), data);
+        self.map.insert((ledger, entry), (seg, offset, data));
         self.order.push_back((ledger, entry));
         // Keep the order queue from growing without bound through stale keys.
         if self.order.len() > 2 * self.map.len() + 1024 {
@@ -61,7 +68,7 @@ impl ReadCache {
     }
     pub fn remove(&mut self, ledger: u64, entry: u64) {
         if let Some(old) = self.map.remove(&(ledger, entry)) {
-            self.bytes -= old.len();
+            self.bytes -= old.2.len();
         }
     }
     /// Drops all entries of the given ledgers (one pass).
@@ -70,10 +77,10 @@ impl ReadCache {
             return;
         }
         let mut freed = 0;
-        self.map.retain(|(l, _), b| {
+        self.map.retain(|(l, _), v| {
             let keep = !ledgers.contains(l);
             if !keep {
-                freed += b.len();
+                freed += v.2.len();
             }
             keep
         });
@@ -103,13 +110,17 @@ mod tests {
     fn bounded_fifo() {
         let mut c = ReadCache::new(10);
         for e in 0..10 {
-            c.insert(1, e, Bytes::from_static(b"abc"));
+            c.insert(1, e, 5, e, Bytes::from_static(b"abc"));
             assert!(c.bytes() <= 10);
         }
-        assert!(c.get(1, 9).is_some());
-        assert!(c.get(1, 0).is_none());
-        c.insert(1, 99, Bytes::from(vec![0; 6]));
-        assert!(c.get(1, 99).is_none(), "larger than half is not cached");
+        assert!(c.get(1, 9, 5, 9).is_some());
+        assert!(c.get(1, 9, 6, 9).is_none(), "another copy is a miss");
+        assert!(c.get(1, 0, 5, 0).is_none());
+        c.insert(1, 99, 5, 0, Bytes::from(vec![0; 6]));
+        assert!(
+            c.get(1, 99, 5, 0).is_none(),
+            "larger than half is not cached"
+        );
         assert!(!c.note_read(2, 5));
         assert!(c.note_read(2, 6));
         c.remove_ledgers(&[1].into_iter().collect());
