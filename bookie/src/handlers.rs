@@ -16,8 +16,6 @@
 //!   the key has been journaled since start, the in-flight fence, the cached LAC and its
 //!   watchers) lives in sharded maps; a shard lock is never held across an await or a read.
 
-pub mod availability;
-
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -904,7 +902,7 @@ impl Bookie {
         match self.store.storage.entry_ids(ledger) {
             Ok(ids) => Reply::ListEntries {
                 status: Status::Ok,
-                availability: Some(availability::encode(&ids)),
+                availability: Some(bk_proto::availability::encode_availability(ids)),
             },
             Err(e) => Reply::ListEntries {
                 status: Status::from(&e),

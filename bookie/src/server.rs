@@ -1,1 +1,282 @@
-//! `server`: owned by the request-path engineer; being written.
+//! `server`: the TCP side of the request path — accept loop, one reader and one writer
+//! task per connection, dispatch, backpressure and graceful drain.
+//!
+//! Per connection:
+//! - the **reader** splits the byte stream into frames with bk-proto's `FrameDecoder`
+//!   (limit = `nettyMaxFrameSizeBytes`), decodes each frame ([`codec`]), takes the
+//!   in-progress permits the request needs ([`limits`]), then calls
+//!   [`Bookie::dispatch`] and spawns a task that awaits the reply and queues the encoded
+//!   response. Permits are taken *before* the next read from the socket, so at a cap the
+//!   bookie stops reading that socket (TCP pushes back on the client) instead of buffering;
+//! - the **writer** drains a bounded queue of encoded responses, coalescing what is
+//!   ready into one write. Responses go out in completion order; clients match them by
+//!   key (v2: ledger+entry+opcode, batch: requestId, v3: txnId+operation).
+//!
+//! Invariants: a malformed frame closes that one connection (no response, like the Java
+//! bookie); nothing here panics on input; every buffer is bounded (receive buffer by the
+//! frame limit, response queue by count and bytes, in-progress work by [`limits`]).
+
+pub mod codec;
+pub mod limits;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bk_proto::frame::FrameDecoder;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::handlers::Bookie;
+use codec::{Decoded, Echo};
+use limits::{Limits, LimitsConfig};
+
+/// Settings of the network side (stock keys in parentheses).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to bind (`listeningInterface` / `bookiePort`).
+    pub bind: SocketAddr,
+    /// Largest frame accepted, counting the 4-byte prefix (`nettyMaxFrameSizeBytes`).
+    pub max_frame_bytes: usize,
+    /// `serverTcpNoDelay`.
+    pub tcp_nodelay: bool,
+    pub limits: LimitsConfig,
+    /// Responses queued per connection before completing requests wait.
+    pub response_queue_len: usize,
+    /// How long SIGTERM waits for in-flight requests.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: SocketAddr::from(([0, 0, 0, 0], 3181)),
+            max_frame_bytes: bk_proto::frame::DEFAULT_MAX_FRAME_BYTES,
+            tcp_nodelay: true,
+            limits: LimitsConfig::default(),
+            response_queue_len: 1024,
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Shared by all connections.
+struct Shared {
+    bookie: Arc<Bookie>,
+    config: ServerConfig,
+    limits: Arc<Limits>,
+    /// Requests decoded and not yet answered (or dropped), for the drain at shutdown.
+    in_flight: AtomicUsize,
+    idle: Notify,
+    shutdown: watch::Receiver<bool>,
+    connections: AtomicUsize,
+}
+
+/// A running server: its bound address and the handle to stop it.
+pub struct Server {
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    shared: Arc<Shared>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds the port and starts accepting. The caller has finished journal replay.
+    pub async fn start(bookie: Arc<Bookie>, config: ServerConfig) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(config.bind).await?;
+        let local_addr = listener.local_addr()?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            bookie,
+            limits: Arc::new(Limits::new(&config.limits)),
+            config,
+            in_flight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            shutdown: shutdown_rx,
+            connections: AtomicUsize::new(0),
+        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+        tracing::info!(%local_addr, "bookie listening");
+        Ok(Server {
+            local_addr,
+            shutdown,
+            shared,
+            accept,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Open connections right now.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting and reading new requests, then waits (up to the drain timeout) for
+    /// every request already read to be answered. Returns whether it drained fully.
+    pub async fn shutdown(self) -> bool {
+        self.shutdown.send_replace(true);
+        self.accept.abort();
+        let deadline = tokio::time::Instant::now() + self.shared.config.drain_timeout;
+        loop {
+            let idle = self.shared.idle.notified();
+            if self.shared.in_flight.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.shared.in_flight.load(Ordering::Acquire) == 0;
+            }
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    if let Err(reason) = serve_connection(stream, shared.clone()).await {
+                        tracing::debug!(%peer, %reason, "connection closed");
+                    }
+                    shared.connections.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Marks one request in flight until dropped (answered, or dropped with its connection).
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(shared.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Reads requests until EOF, a malformed frame, an I/O error or shutdown.
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String> {
+    stream
+        .set_nodelay(shared.config.tcp_nodelay)
+        .map_err(|e| format!("set TCP_NODELAY: {e}"))?;
+    let (mut reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<Bytes>(shared.config.response_queue_len.max(1));
+    let writer_task = tokio::spawn(write_responses(writer, rx));
+    let conn_limits = shared.limits.connection();
+    let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
+    let mut protocol = codec::ConnectionProtocol::default();
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut shutdown = shared.shutdown.clone();
+
+    let result = 'conn: loop {
+        // Hand out every complete frame already buffered before reading more.
+        loop {
+            let frame = match decoder.decode(&mut buf) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => break 'conn Err(format!("bad frame: {e}")),
+            };
+            let frame_len = frame.len();
+            match codec::decode(frame, &mut protocol) {
+                Decoded::Close(reason) => break 'conn Err(reason),
+                Decoded::Reply(bytes) => {
+                    if tx.send(bytes).await.is_err() {
+                        break 'conn Err("writer gone".into());
+                    }
+                }
+                Decoded::Op { op, echo } => {
+                    let in_flight = InFlight::new(&shared);
+                    let permit = tokio::select! {
+                        p = conn_limits.acquire(limits::kind_of(&op), frame_len) => p,
+                        _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                    };
+                    let pending = shared.bookie.dispatch(op);
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let reply = pending.await;
+                        let bytes = codec::encode(&echo, &reply);
+                        // The response queue is bounded: a slow reader of responses makes
+                        // this wait while holding its permit, which stops socket reads.
+                        let _ = tx.send(bytes).await;
+                        drop(permit);
+                        drop(in_flight);
+                    });
+                }
+            }
+        }
+        if *shutdown.borrow() {
+            break Ok(());
+        }
+        // Make room for at least a header's worth without growing past the frame limit:
+        // the decoder reserved the rest of a frame once its prefix was seen.
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(64 * 1024);
+        }
+        tokio::select! {
+            n = reader.read_buf(&mut buf) => match n {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(format!("read: {e}")),
+            },
+            _ = shutdown.wait_for(|s| *s) => break Ok(()),
+        }
+    };
+    drop(tx);
+    // Let queued responses go out (the writer ends when every sender is gone).
+    let _ = writer_task.await;
+    result
+}
+
+/// Writes queued responses, coalescing whatever is already queued (up to 256 KiB) into
+/// one write.
+async fn write_responses(
+    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+) {
+    const COALESCE_BYTES: usize = 256 * 1024;
+    let mut out = BytesMut::new();
+    while let Some(first) = rx.recv().await {
+        if first.len() >= COALESCE_BYTES {
+            if writer.write_all(&first).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        out.clear();
+        out.extend_from_slice(&first);
+        while out.len() < COALESCE_BYTES {
+            match rx.try_recv() {
+                Ok(next) => out.extend_from_slice(&next),
+                Err(_) => break,
+            }
+        }
+        if writer.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// The echo fields of a request, kept while it is processed (re-exported for tests).
+pub type RequestEcho = Echo;
