@@ -1,1 +1,71 @@
-//! bk-journal: placeholder; the owning issue fills this crate in.
+//! bk-journal: the bookie's write-ahead log (docs/formats.md and docs/durability.md,
+//! sections "Journal").
+//!
+//! One journal per journal directory; ledger `L` goes to journal
+//! `signSafeMod(L, dirs)` ([`journal_index_for`]). Each journal directory has one
+//! committer OS thread that owns its [`bk_disk::Disk`] and runs the sans-I/O
+//! [`commit::GroupCommit`] state machine: appends arrive over a bounded channel, a
+//! group is written with one linked write+fdatasync whenever the device is free,
+//! and appends are acknowledged (oneshot channels) in append order after the
+//! fdatasync of their group succeeded.
+//!
+//! Module map:
+//! - [`record`]: records (kind + payload) and the typed bookie kinds;
+//! - [`format`]: byte formats (record, group, checkpoint file, file names);
+//! - [`commit`]: the group-commit state machine (no I/O);
+//! - [`replay`]: finding the end of the log, torn tail vs mid-log corruption;
+//! - `segments`: segment files (pre-written with zeros, recycled after checkpoint);
+//! - `committer`: the committer thread driving `GroupCommit` over a `Disk`;
+//! - [`journal`]: the runtime API the bookie calls ([`Journal`]);
+//! - [`metrics`]: counters and histograms the bookie exports.
+//!
+//! Invariants (see each module for its own):
+//! - never acknowledge before the fdatasync of the group holding the record;
+//! - a failed write or fdatasync is fatal: nothing is acknowledged after it;
+//! - every queue is bounded (admission budget in bytes and records);
+//! - replay never takes mid-log corruption for the end of the log.
+
+pub mod commit;
+mod committer;
+pub mod error;
+pub mod format;
+pub mod journal;
+pub mod metrics;
+pub mod record;
+pub mod replay;
+mod segments;
+
+pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};
+pub use error::{FormatError, JournalError};
+pub use journal::{AppendFuture, DiskFactory, Journal, JournalConfig, JournalMark};
+pub use metrics::{JournalMetrics, MetricsSnapshot};
+pub use record::{Record, RecordKind, TypedRecord, MASTER_KEY_LEN};
+pub use replay::{DirReplay, Replay, ReplayedRecord, TornTail};
+
+/// A record's sequence number in its journal directory: > 0, strictly increasing in
+/// append order, never reused (numbers may be skipped after a recovery).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Seq(pub u64);
+
+impl std::fmt::Display for Seq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The journal a ledger's records go to: Java's `signSafeMod(ledgerId, n)`
+/// (ledger ids are Java longs, so the id is taken as signed).
+pub fn journal_index_for(ledger: u64, journals: usize) -> usize {
+    let n = journals.max(1) as i64;
+    (ledger as i64).rem_euclid(n) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sign_safe_mod() {
+        assert_eq!(super::journal_index_for(5, 3), 2);
+        assert_eq!(super::journal_index_for(u64::MAX, 3), 2); // -1 mod 3
+        assert_eq!(super::journal_index_for(7, 1), 0);
+    }
+}

@@ -1,0 +1,486 @@
+//! The committer thread of one journal directory: owns its `Disk`, drives the
+//! [`GroupCommit`] state machine, performs its group writes as linked
+//! write+fdatasync operations, delivers acknowledgements through oneshot channels,
+//! persists checkpoints and recycles segments.
+//!
+//! Invariants:
+//! - at most one group write is in flight; synchronous work (segment preparation,
+//!   checkpoint file, recycling, spare segments) runs only when none is, so no
+//!   completion is ever lost to `run_one`;
+//! - a failed or short group write, a failed segment preparation and a failed
+//!   checkpoint are fatal: the reason is logged here, every pending and later append
+//!   fails with `JournalError::Fatal`, and the thread keeps answering (with that
+//!   error) until shutdown;
+//! - budget is returned to admission only after the ack was sent.
+
+use crate::commit::{CommitError, GroupCommit, GroupWrite};
+use crate::error::JournalError;
+use crate::format::CheckpointRecord;
+use crate::journal::Admission;
+use crate::metrics::JournalMetrics;
+use crate::record::Record;
+use crate::replay::write_checkpoint;
+use crate::segments::SegmentFiles;
+use crate::Seq;
+use bk_disk::{Completion, Disk, FileId, Op};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The caller's side of one append, carried through the state machine.
+pub(crate) struct Token {
+    pub reply: oneshot::Sender<Result<Seq, JournalError>>,
+    /// Admission budget to return after the ack.
+    pub charge: usize,
+    pub barrier: bool,
+}
+
+/// Messages to a committer.
+pub(crate) enum Msg {
+    Append {
+        record: Record,
+        token: Token,
+        enqueued: Instant,
+    },
+    Barrier {
+        token: Token,
+        enqueued: Instant,
+    },
+    Mark {
+        reply: oneshot::Sender<Seq>,
+    },
+    Checkpoint {
+        mark: Seq,
+        reply: oneshot::Sender<Result<(), JournalError>>,
+    },
+    Shutdown,
+}
+
+impl Msg {
+    /// Answers the message's caller with `err` (used when it cannot be served).
+    pub(crate) fn fail(self, err: JournalError) {
+        match self {
+            Msg::Append { token, .. } | Msg::Barrier { token, .. } => {
+                let _ = token.reply.send(Err(err));
+            }
+            Msg::Checkpoint { reply, .. } => {
+                let _ = reply.send(Err(err));
+            }
+            Msg::Mark { .. } | Msg::Shutdown => {}
+        }
+    }
+}
+
+const GROUP_USER_DATA: u64 = 1;
+/// Messages taken from the channel per loop turn (bounds the time between turns).
+const DRAIN_MAX: usize = 8192;
+/// How long to wait before retrying a failed spare-segment creation.
+const SPARE_RETRY: Duration = Duration::from_secs(10);
+
+struct InFlightGroup {
+    id: u64,
+    segment: u64,
+    last_seq: Seq,
+    records: usize,
+    record_bytes: usize,
+    padded: usize,
+    started: Instant,
+}
+
+pub(crate) struct Committer {
+    index: usize,
+    dir: PathBuf,
+    disk: Box<dyn Disk>,
+    gc: GroupCommit<Token>,
+    files: SegmentFiles,
+    /// The segment being written and its open file.
+    current: Option<(u64, FileId)>,
+    /// Segments holding records: id -> (last durable seq, file length).
+    live: BTreeMap<u64, (Seq, u64)>,
+    mark: Seq,
+    journal_id: u64,
+    rx: Receiver<Msg>,
+    admission: Arc<Admission>,
+    metrics: Arc<JournalMetrics>,
+    in_flight: Option<InFlightGroup>,
+    checkpoints: VecDeque<(Seq, oneshot::Sender<Result<(), JournalError>>)>,
+    shutdown: bool,
+    closed_admission: bool,
+    direct: bool,
+    spare_failed_at: Option<Instant>,
+}
+
+impl Committer {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        index: usize,
+        dir: PathBuf,
+        disk: Box<dyn Disk>,
+        gc: GroupCommit<Token>,
+        files: SegmentFiles,
+        live: BTreeMap<u64, (Seq, u64)>,
+        mark: Seq,
+        journal_id: u64,
+        rx: Receiver<Msg>,
+        admission: Arc<Admission>,
+        metrics: Arc<JournalMetrics>,
+        direct: bool,
+    ) -> Committer {
+        Committer {
+            index,
+            dir,
+            disk,
+            gc,
+            files,
+            current: None,
+            live,
+            mark,
+            journal_id,
+            rx,
+            admission,
+            metrics,
+            in_flight: None,
+            checkpoints: VecDeque::new(),
+            shutdown: false,
+            closed_admission: false,
+            direct,
+            spare_failed_at: None,
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        loop {
+            for _ in 0..DRAIN_MAX {
+                match self.rx.try_recv() {
+                    Ok(m) => self.handle(m),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.begin_shutdown();
+                        break;
+                    }
+                }
+            }
+            if self.in_flight.is_none() {
+                self.run_checkpoints();
+                if let Some(gw) = self.gc.poll(Instant::now()) {
+                    self.submit_group(gw);
+                }
+            }
+            self.deliver_acks();
+            if self.in_flight.is_some() {
+                let completions = self.disk.reap(1);
+                for c in completions {
+                    self.on_completion(c);
+                }
+                self.deliver_acks();
+                continue;
+            }
+            if self.shutdown && self.gc.is_idle() && self.checkpoints.is_empty() {
+                break;
+            }
+            if self.gc.is_idle() && !self.shutdown {
+                self.maybe_make_spare();
+            }
+            // Nothing in flight: wait for a message (or the held group's deadline).
+            let msg = match self.gc.next_deadline() {
+                Some(deadline) => match self.rx.recv_deadline(deadline) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.begin_shutdown();
+                        None
+                    }
+                },
+                None if self.gc.is_idle() => match self.rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => {
+                        self.begin_shutdown();
+                        None
+                    }
+                },
+                None => None,
+            };
+            if let Some(m) = msg {
+                self.handle(m);
+            }
+        }
+        if let Some((_, f)) = self.current.take() {
+            if let Err(e) = self.disk.close(f) {
+                tracing::warn!(dir = %self.dir.display(), "closing journal segment at shutdown: {e}");
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.shutdown = true;
+        self.gc.set_flush_now(true);
+    }
+
+    fn handle(&mut self, m: Msg) {
+        let now = Instant::now();
+        match m {
+            Msg::Append {
+                record,
+                token,
+                enqueued,
+            } => {
+                let _ = self.gc.append(record, token, enqueued.min(now));
+            }
+            Msg::Barrier { token, enqueued } => self.gc.barrier(token, enqueued.min(now)),
+            Msg::Mark { reply } => {
+                let _ = reply.send(self.gc.last_assigned());
+            }
+            Msg::Checkpoint { mark, reply } => self.checkpoints.push_back((mark, reply)),
+            Msg::Shutdown => self.begin_shutdown(),
+        }
+    }
+
+    /// A fatal failure: log it here, stop the state machine, close admission.
+    fn fatal(&mut self, reason: String) {
+        tracing::error!(
+            journal = self.index,
+            dir = %self.dir.display(),
+            "FATAL journal failure, no further appends are acknowledged: {reason}"
+        );
+        self.gc.fail(reason);
+    }
+
+    fn submit_group(&mut self, gw: GroupWrite) {
+        let seg = gw.position.segment;
+        if self.current.map(|c| c.0) != Some(seg) {
+            if let Some((old, f)) = self.current.take() {
+                if let Err(e) = self.disk.close(f) {
+                    let reason = format!("closing journal segment {old}: {e}");
+                    self.gc.complete(gw.id, Err(reason.clone()), Some(gw.buf));
+                    self.fatal(reason);
+                    return;
+                }
+            }
+            match self.files.take_for(self.disk.as_mut(), seg) {
+                Ok(f) => {
+                    self.current = Some((seg, f));
+                    self.live.insert(seg, (Seq(0), self.files.segment_bytes));
+                    self.metrics
+                        .segments_created
+                        .store(self.files.created, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    let reason = format!("preparing journal segment {seg}: {e}");
+                    self.gc.complete(gw.id, Err(reason.clone()), Some(gw.buf));
+                    self.fatal(reason);
+                    return;
+                }
+            }
+        }
+        let Some((_, file)) = self.current else {
+            return;
+        };
+        let padded = gw.buf.len();
+        self.in_flight = Some(InFlightGroup {
+            id: gw.id,
+            segment: seg,
+            last_seq: gw.last_seq,
+            records: gw.records,
+            record_bytes: gw.record_bytes,
+            padded,
+            started: Instant::now(),
+        });
+        let op = Op::WriteDatasync {
+            file,
+            offset: gw.position.offset,
+            buf: gw.buf,
+        };
+        if let Err(e) = self.disk.submit(GROUP_USER_DATA, op) {
+            self.in_flight = None;
+            let reason = format!(
+                "submitting write+fdatasync of journal segment {seg} at {}: {e}",
+                gw.position.offset
+            );
+            self.gc.complete(gw.id, Err(reason.clone()), None);
+            self.fatal(reason);
+        }
+    }
+
+    fn on_completion(&mut self, c: Completion) {
+        if c.user_data != GROUP_USER_DATA {
+            tracing::warn!(
+                user_data = c.user_data,
+                "unexpected journal disk completion"
+            );
+            return;
+        }
+        let Some(g) = self.in_flight.take() else {
+            return;
+        };
+        let result = match c.result {
+            Ok(n) if n == g.padded => Ok(()),
+            Ok(n) => Err(format!(
+                "short write+fdatasync of journal segment {}: {n} of {} bytes",
+                g.segment, g.padded
+            )),
+            Err(e) => Err(format!(
+                "write+fdatasync of journal segment {} ({} bytes, up to seq {}) failed: {e}",
+                g.segment, g.padded, g.last_seq
+            )),
+        };
+        match result {
+            Ok(()) => {
+                JournalMetrics::record_us(&self.metrics.sync_latency_us, g.started.elapsed());
+                JournalMetrics::record_value(&self.metrics.group_records, g.records as u64);
+                JournalMetrics::record_value(&self.metrics.group_bytes, g.record_bytes as u64);
+                self.metrics
+                    .bytes_written
+                    .fetch_add(g.padded as u64, Ordering::Relaxed);
+                self.metrics.groups.fetch_add(1, Ordering::Relaxed);
+                if let Some(e) = self.live.get_mut(&g.segment) {
+                    e.0 = g.last_seq;
+                }
+                self.gc.complete(g.id, Ok(()), c.buf);
+            }
+            Err(reason) => {
+                self.gc.complete(g.id, Err(reason.clone()), c.buf);
+                self.fatal(reason);
+            }
+        }
+    }
+
+    fn deliver_acks(&mut self) {
+        if !self.gc.has_acks() {
+            return;
+        }
+        let now = Instant::now();
+        let mut bytes = 0usize;
+        let mut records = 0usize;
+        let mut ok_records = 0u64;
+        let mut barriers = 0u64;
+        let acks: Vec<_> = self.gc.drain_acks().collect();
+        {
+            let mut lat = self.metrics.append_latency_us.lock();
+            for ack in &acks {
+                if ack.result.is_ok() {
+                    if ack.token.barrier {
+                        barriers += 1;
+                    } else {
+                        ok_records += 1;
+                        let us =
+                            (now.saturating_duration_since(ack.enqueued).as_micros() as u64).max(1);
+                        let _ = lat.record(us.min(3_600_000_000));
+                    }
+                }
+            }
+        }
+        for ack in acks {
+            bytes += ack.token.charge;
+            records += 1;
+            let r = ack.result.map_err(|e| match e {
+                CommitError::Fatal(r) => JournalError::Fatal(r),
+                CommitError::TooLarge { payload_len, max } => JournalError::InvalidInput(format!(
+                    "record payload of {payload_len} bytes exceeds the maximum {max}"
+                )),
+            });
+            let _ = ack.token.reply.send(r);
+        }
+        self.metrics
+            .records_acked
+            .fetch_add(ok_records, Ordering::Relaxed);
+        self.metrics.barriers.fetch_add(barriers, Ordering::Relaxed);
+        if let (Some(reason), false) = (self.gc.failed(), self.closed_admission) {
+            self.closed_admission = true;
+            self.admission.close(JournalError::Fatal(reason.clone()));
+        }
+        self.admission.release(bytes, records);
+    }
+
+    fn run_checkpoints(&mut self) {
+        while let Some((mark, reply)) = self.checkpoints.pop_front() {
+            let r = self.checkpoint(mark);
+            let _ = reply.send(r);
+        }
+    }
+
+    fn checkpoint(&mut self, mark: Seq) -> Result<(), JournalError> {
+        if let Some(reason) = self.gc.failed() {
+            return Err(JournalError::Fatal(reason.clone()));
+        }
+        if mark > self.gc.last_assigned() {
+            return Err(JournalError::InvalidInput(format!(
+                "checkpoint mark {mark} is beyond the last appended seq {}",
+                self.gc.last_assigned()
+            )));
+        }
+        if mark <= self.mark {
+            return Ok(());
+        }
+        let rec = CheckpointRecord {
+            journal_id: self.journal_id,
+            mark: mark.0,
+        };
+        if let Err(e) = write_checkpoint(self.disk.as_mut(), &self.dir, rec, self.direct) {
+            let reason = format!("persisting checkpoint mark {mark}: {e}");
+            self.fatal(reason.clone());
+            return Err(JournalError::Fatal(reason.into()));
+        }
+        self.mark = mark;
+        self.metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
+        // Recycle segments wholly at or below the mark (never the current one).
+        let current = self.current.map(|c| c.0);
+        let done: Vec<(u64, u64)> = self
+            .live
+            .iter()
+            .filter(|(id, (last, _))| Some(**id) != current && *last <= mark)
+            .map(|(id, (_, len))| (*id, *len))
+            .collect();
+        if done.is_empty() {
+            return Ok(());
+        }
+        for (id, len) in &done {
+            let path = self.files.path_of(*id);
+            if let Err(e) = self.files.recycle(self.disk.as_mut(), &path, *len) {
+                let reason = format!("recycling journal segment {id}: {e}");
+                self.fatal(reason.clone());
+                return Err(JournalError::Fatal(reason.into()));
+            }
+            self.live.remove(id);
+        }
+        if let Err(e) = self.files.sync_dir(self.disk.as_mut()) {
+            let reason = format!("syncing journal directory after recycling: {e}");
+            self.fatal(reason.clone());
+            return Err(JournalError::Fatal(reason.into()));
+        }
+        self.metrics
+            .segments_recycled
+            .store(self.files.recycled, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// With nothing to do, pre-write a spare segment so the next rotation is a
+    /// rename. A failure here is not fatal (nothing was acknowledged from it); the
+    /// rotation will try again and fail fatally if the disk still refuses.
+    fn maybe_make_spare(&mut self) {
+        if !self.files.free.is_empty() || self.gc.failed().is_some() {
+            return;
+        }
+        if self
+            .spare_failed_at
+            .is_some_and(|t| t.elapsed() < SPARE_RETRY)
+        {
+            return;
+        }
+        match self.files.make_spare(self.disk.as_mut()) {
+            Ok(()) => {
+                self.spare_failed_at = None;
+                self.metrics
+                    .segments_created
+                    .store(self.files.created, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), "pre-writing a spare journal segment failed: {e}");
+                self.spare_failed_at = Some(Instant::now());
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Segment files of one journal directory: creating them pre-written with zeros,
+//! recycling them after a checkpoint, and handing them out for new segment ids.
+//!
+//! Files (see `format`): live segments `<16 hex id>.jseg`; free segments
+//! `free-<16 hex n>.jseg` (no live record: recycled after a checkpoint, dead after a
+//! crash, or pre-written spares); files being built end in `.tmp`.
+//!
+//! Invariants:
+//! - a segment file handed out for writing is `segment_bytes` long and every byte of
+//!   it has been written once (zeros for a new file, old groups for a recycled one),
+//!   so group writes never hit unwritten extents (measured-here.md: ~1.5x);
+//! - a file is renamed to a live name and the rename made durable (`sync_dir`)
+//!   before any group is written into it, so a durable group is always found under
+//!   the segment id its header names;
+//! - only files holding no record above the checkpoint mark are recycled or removed;
+//! - every synchronous operation here runs while the owning thread has no other
+//!   operation in flight on its disk (so `run_one` never swallows a completion).
+
+use crate::error::JournalError;
+use crate::format::{free_file_name, segment_file_name, TMP_SUFFIX};
+use bk_disk::{run_one, AlignedBuf, Disk, FileId, Op, OpenOptions};
+use std::path::{Path, PathBuf};
+
+/// Bytes written per zero-fill write.
+const ZERO_CHUNK: usize = 1 << 20;
+
+/// The free pool and segment-file operations of one journal directory.
+pub(crate) struct SegmentFiles {
+    pub dir: PathBuf,
+    pub segment_bytes: u64,
+    pub direct: bool,
+    /// Free files (n, path), oldest first.
+    pub free: Vec<(u64, PathBuf)>,
+    pub next_free_n: u64,
+    pub free_max: usize,
+    /// Counters for metrics.
+    pub created: u64,
+    pub recycled: u64,
+}
+
+fn io_err(op: &'static str, path: &Path, e: std::io::Error) -> JournalError {
+    JournalError::io(op, path, e)
+}
+
+/// Runs one operation and maps a failure to a journal I/O error.
+pub(crate) fn run_checked(
+    disk: &mut dyn Disk,
+    op: Op,
+    what: &'static str,
+    path: &Path,
+) -> Result<Option<AlignedBuf>, JournalError> {
+    let expect = match &op {
+        Op::Write { buf, .. } | Op::WriteDatasync { buf, .. } => Some(buf.len()),
+        _ => None,
+    };
+    let c = run_one(disk, op);
+    match c.result {
+        Ok(n) => {
+            if let Some(want) = expect {
+                if n != want {
+                    return Err(io_err(
+                        what,
+                        path,
+                        std::io::Error::other(format!("short write: {n} of {want} bytes")),
+                    ));
+                }
+            }
+            Ok(c.buf)
+        }
+        Err(e) => Err(io_err(what, path, e)),
+    }
+}
+
+impl SegmentFiles {
+    pub fn path_of(&self, id: u64) -> PathBuf {
+        self.dir.join(segment_file_name(id))
+    }
+
+    fn write_opts(&self) -> OpenOptions {
+        OpenOptions {
+            create: false,
+            create_new: false,
+            write: true,
+            direct: self.direct,
+        }
+    }
+
+    /// Creates a file at `path` of `segment_bytes`, every byte written with zeros and
+    /// synced. The directory entry is NOT synced here.
+    fn create_zeroed(&mut self, disk: &mut dyn Disk, path: &Path) -> Result<(), JournalError> {
+        let opts = OpenOptions {
+            create: true,
+            create_new: false,
+            write: true,
+            direct: self.direct,
+        };
+        let file = disk
+            .open(path, opts)
+            .map_err(|e| io_err("create segment", path, e))?;
+        let r = self.fill_zeros(disk, file, path);
+        let c = disk.close(file);
+        r?;
+        c.map_err(|e| io_err("close segment", path, e))?;
+        self.created += 1;
+        Ok(())
+    }
+
+    fn fill_zeros(
+        &mut self,
+        disk: &mut dyn Disk,
+        file: FileId,
+        path: &Path,
+    ) -> Result<(), JournalError> {
+        disk.set_len(file, 0)
+            .map_err(|e| io_err("truncate new segment", path, e))?;
+        run_checked(
+            disk,
+            Op::Fallocate {
+                file,
+                offset: 0,
+                len: self.segment_bytes,
+            },
+            "fallocate segment",
+            path,
+        )?;
+        let mut buf = AlignedBuf::with_capacity(ZERO_CHUNK);
+        let mut off = 0u64;
+        while off < self.segment_bytes {
+            let n = ((self.segment_bytes - off) as usize).min(ZERO_CHUNK);
+            buf.set_len(n);
+            buf.as_mut_slice().fill(0);
+            let back = run_checked(
+                disk,
+                Op::Write {
+                    file,
+                    offset: off,
+                    buf,
+                },
+                "zero-fill segment",
+                path,
+            )?;
+            buf = back.unwrap_or_else(|| AlignedBuf::with_capacity(ZERO_CHUNK));
+            off += n as u64;
+        }
+        run_checked(disk, Op::Fdatasync { file }, "fdatasync new segment", path)?;
+        Ok(())
+    }
+
+    pub fn sync_dir(&self, disk: &mut dyn Disk) -> Result<(), JournalError> {
+        disk.sync_dir(&self.dir)
+            .map_err(|e| io_err("sync journal directory", &self.dir, e))
+    }
+
+    /// Makes a new free (pre-written) segment file, durable with its name.
+    pub fn make_spare(&mut self, disk: &mut dyn Disk) -> Result<(), JournalError> {
+        let n = self.next_free_n;
+        self.next_free_n += 1;
+        let final_path = self.dir.join(free_file_name(n));
+        let tmp = self.dir.join(format!("{}{TMP_SUFFIX}", free_file_name(n)));
+        self.create_zeroed(disk, &tmp)?;
+        disk.rename(&tmp, &final_path)
+            .map_err(|e| io_err("rename spare segment", &tmp, e))?;
+        self.sync_dir(disk)?;
+        self.free.push((n, final_path));
+        Ok(())
+    }
+
+    /// Opens segment `id` for writing: a free file renamed to its name (durably), or
+    /// a new zero-filled file when the pool is empty.
+    pub fn take_for(&mut self, disk: &mut dyn Disk, id: u64) -> Result<FileId, JournalError> {
+        let path = self.path_of(id);
+        match self.free.pop() {
+            Some((_, free_path)) => {
+                disk.rename(&free_path, &path)
+                    .map_err(|e| io_err("rename free segment", &free_path, e))?;
+            }
+            None => {
+                let tmp = self
+                    .dir
+                    .join(format!("{}{TMP_SUFFIX}", segment_file_name(id)));
+                self.create_zeroed(disk, &tmp)?;
+                disk.rename(&tmp, &path)
+                    .map_err(|e| io_err("rename new segment", &tmp, e))?;
+            }
+        }
+        self.sync_dir(disk)?;
+        disk.open(&path, self.write_opts())
+            .map_err(|e| io_err("open segment", &path, e))
+    }
+
+    /// Recycles (or removes, when the pool is full or the size is wrong) a segment
+    /// file holding no live record. The caller syncs the directory afterwards.
+    pub fn recycle(
+        &mut self,
+        disk: &mut dyn Disk,
+        path: &Path,
+        len: u64,
+    ) -> Result<(), JournalError> {
+        if self.free.len() < self.free_max && len == self.segment_bytes {
+            let n = self.next_free_n;
+            self.next_free_n += 1;
+            let to = self.dir.join(free_file_name(n));
+            disk.rename(path, &to)
+                .map_err(|e| io_err("recycle segment", path, e))?;
+            self.free.push((n, to));
+            self.recycled += 1;
+        } else {
+            disk.remove(path)
+                .map_err(|e| io_err("remove segment", path, e))?;
+        }
+        Ok(())
+    }
+}
