@@ -158,7 +158,7 @@ impl<D: Disk> Disk for Checked<D> {
                     buf.len()
                 );
                 (
-                    Some((*offset, offset + buf.len() as u64, true)),
+                    Some((*offset, offset.saturating_add(buf.len() as u64), true)),
                     Some(buf.len()),
                     true,
                 )
@@ -179,7 +179,11 @@ impl<D: Disk> Disk for Checked<D> {
                     "Checked disk: read length {len} exceeds the buffer capacity {}",
                     buf.capacity()
                 );
-                (Some((*offset, offset + *len as u64, false)), None, true)
+                (
+                    Some((*offset, offset.saturating_add(*len as u64), false)),
+                    None,
+                    true,
+                )
             }
             Op::Fdatasync { .. } | Op::Fallocate { .. } => (None, None, false),
         };

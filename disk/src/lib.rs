@@ -13,6 +13,8 @@
 //!
 //! `checked::Checked` wraps any backend in tests and asserts correct use: aligned
 //! offsets and lengths, no overlapping in-flight writes, nothing after close.
+//! `backend::open_disk` builds a production instance from a `DiskConfig`
+//! (`DiskKind::Auto` = io_uring, falling back to syscalls where it cannot be set up).
 //!
 //! Invariants every backend keeps:
 //! - a completion is reaped exactly once for every submitted operation, with the
@@ -20,7 +22,16 @@
 //! - a `Write` whose completion reports success is in the volatile image; it is durable
 //!   only after a later successful `Fdatasync` (or `WriteDatasync`) of the same file;
 //! - errors are `std::io::Error` carrying the OS errno (EIO, ENOSPC, ...), so callers
-//!   classify them the same way for every backend.
+//!   classify them the same way for every backend;
+//! - a write completes successfully only if every byte was written: a short write is
+//!   reported as an error (EIO), never as a short count;
+//! - operations in flight together have no defined order: an `Fdatasync` covers only
+//!   writes already *completed* (reaped) when it was submitted — use `WriteDatasync`
+//!   or reap the write first;
+//! - submit refuses a `FileId` that is not open (EBADF) and a `Read` whose `len`
+//!   exceeds its buffer (EINVAL); `close` refuses while that file has operations
+//!   not yet reaped (EBUSY); at most the queue depth (default [`DEFAULT_QUEUE_DEPTH`])
+//!   operations may be unreaped, beyond that submit fails with EAGAIN.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -282,6 +293,8 @@ pub trait Disk: Send {
 
     /// Queues a data operation. An error here means the operation was not queued and its
     /// buffer is dropped; I/O errors are reported in its completion instead.
+    /// Submit-time errors: EBADF (file not open), EINVAL (`Read` longer than its
+    /// buffer), EAGAIN (queue depth reached: reap first).
     fn submit(&mut self, user_data: u64, op: Op) -> io::Result<()>;
     /// Returns at least `min` completions (blocking until they are available), plus any
     /// others already available. `min` larger than [`Disk::in_flight`] is clamped.

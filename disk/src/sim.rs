@@ -315,6 +315,18 @@ struct State {
     log: Vec<FaultEvent>,
 }
 
+/// Largest file offset Linux accepts (`loff_t` is signed).
+const MAX_FILE_BYTES: u64 = i64::MAX as u64;
+
+/// EINVAL if `offset..offset + len` does not fit in a file (as the kernel does for
+/// pread/pwrite/ftruncate; fallocate would say EFBIG), instead of overflowing.
+fn check_range(offset: u64, len: u64) -> io::Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= MAX_FILE_BYTES => Ok(()),
+        _ => Err(errno(libc::EINVAL)),
+    }
+}
+
 fn split(path: &Path) -> io::Result<(PathBuf, OsString)> {
     let name = path.file_name().ok_or_else(|| errno(libc::EINVAL))?;
     let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -392,6 +404,7 @@ impl State {
         if !offset.is_multiple_of(S) || !len.is_multiple_of(SECTOR) || len > buf.capacity() {
             return Err(errno(libc::EINVAL));
         }
+        check_range(offset, len as u64)?;
         self.counts.reads += 1;
         let nth = self.faults.fail_read_nth == Some(self.counts.reads);
         let p = self.faults.read_eio;
@@ -428,6 +441,7 @@ impl State {
         if !offset.is_multiple_of(S) || !data.len().is_multiple_of(SECTOR) {
             return Err(errno(libc::EINVAL));
         }
+        check_range(offset, data.len() as u64)?;
         self.counts.writes += 1;
         let len = data.len() as u64;
         let nth = self.faults.fail_write_nth == Some(self.counts.writes);
@@ -489,6 +503,9 @@ impl State {
             } else {
                 offset + delta
             };
+            if check_range(actual, len).is_err() {
+                actual = offset.saturating_sub(delta);
+            }
             self.check_capacity(old_len, old_len.max(actual + len))?;
             self.log.push(FaultEvent::MisdirectedWrite {
                 path: f.path.clone(),
@@ -530,10 +547,11 @@ impl State {
         if !f.writable {
             return Err(errno(libc::EBADF));
         }
-        let end = offset.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
         if len == 0 {
             return Err(errno(libc::EINVAL));
         }
+        check_range(offset, len)?;
+        let end = offset + len;
         let old_len = self.inode(f.inode)?.volatile.len;
         if end > old_len {
             let p = self.faults.enospc;
@@ -907,6 +925,7 @@ impl Disk for SimDisk {
         if !f.writable {
             return Err(errno(libc::EINVAL));
         }
+        check_range(len, 0)?;
         let old = st.inode(f.inode)?.volatile.len;
         st.check_capacity(old, len)?;
         st.inode(f.inode)?.mutate(Mutation::SetLen(len));

@@ -118,6 +118,21 @@ pub fn conformance(d: &mut dyn Disk, root: &Path) {
     assert!(read(d, f, 3 * SECTOR as u64, SECTOR).unwrap().is_empty());
     assert!(read(d, f, 100 * SECTOR as u64, SECTOR).unwrap().is_empty());
 
+    // Offsets beyond any file size are errors, not panics or wrap-arounds.
+    let huge = !(SECTOR as u64 - 1); // the last sector-aligned u64
+    assert!(write(d, f, huge, filled(1, 1)).is_err());
+    assert!(read(d, f, huge, SECTOR).map_or(true, |v| v.is_empty()));
+    let c = run_one(
+        d,
+        Op::Fallocate {
+            file: f,
+            offset: huge,
+            len: SECTOR as u64,
+        },
+    );
+    assert!(c.result.is_err());
+    assert_eq!(d.file_len(f).unwrap(), 3 * SECTOR as u64);
+
     // Fallocate extends the size; the new range reads as zeros.
     let c = run_one(
         d,
