@@ -179,7 +179,7 @@ public final class Suite {
                 f.get(d.timeoutSeconds(), TimeUnit.SECONDS);
             } catch (TimeoutException e) {
                 f.cancel(true);
-                failure = "timed out after " + d.timeoutSeconds() + " s" + threadDump(d.name());
+                failure = "timed out after " + d.timeoutSeconds() + " s" + threadDump(d.name() + "-" + impl.name + "-" + mode);
             } catch (java.util.concurrent.ExecutionException e) {
                 failure = describe(e.getCause());
             } catch (InterruptedException e) {
@@ -222,7 +222,7 @@ public final class Suite {
     private static String threadDump(String prefix) {
         StringBuilder sb = new StringBuilder();
         Thread.getAllStackTraces().forEach((t, st) -> {
-            if (t.getName().startsWith(prefix)) {
+            if (t.getName().equals(prefix)) {
                 sb.append("\n    stuck thread ").append(t.getName()).append(':');
                 for (int i = 0; i < Math.min(10, st.length); i++) {
                     sb.append("\n      at ").append(st[i]);
