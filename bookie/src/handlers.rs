@@ -460,10 +460,13 @@ impl Bookie {
             return ready(reply(Status::ReadOnly));
         }
         let body = add.body;
-        let (Some(ledger), Some(entry)) = (be_i64(&body, 0), be_i64(&body, 8)) else {
+        // Java's storage reads ledger id, entry id and LAC (bytes 0..24); a shorter entry
+        // fails there with an unexpected exception, answered EBADREQ.
+        let (Some(ledger), Some(entry), Some(entry_lac)) =
+            (be_i64(&body, 0), be_i64(&body, 8), be_i64(&body, 16))
+        else {
             return ready(reply(Status::BadRequest));
         };
-        let entry_lac = be_i64(&body, 16);
         let store = self.store.clone();
         let write_data = self.options.journal_write_data;
         let submitted = self.with_write_handle(ledger, &add.master_key, |state| {
@@ -480,8 +483,8 @@ impl Bookie {
                 .storage
                 .add_entry(ledger, entry, body.clone())
                 .map_err(|e| Status::from(&e))?;
-            if let (Some(lac), Some(_)) = (entry_lac, state.lac) {
-                state.raise_lac(lac);
+            if state.lac.is_some() {
+                state.raise_lac(entry_lac);
             }
             self.journal_key_if_needed(ledger, state);
             if !write_data {
