@@ -75,7 +75,7 @@ EOF
     echo "$zkpid" >"$dir/zk.pid"
     if [ -n "$owner" ]; then
         # Watchdog: stop ZooKeeper when the owner process goes away.
-        nohup bash -c "while kill -0 $owner 2>/dev/null && kill -0 $zkpid 2>/dev/null; do sleep 1; done; kill $zkpid 2>/dev/null" \
+        nohup bash -c "while kill -0 $owner 2>/dev/null && kill -0 $zkpid 2>/dev/null; do sleep 1; done; kill $zkpid 2>/dev/null; sleep 3; rm -rf '$dir/data'" \
             >/dev/null 2>&1 &
     fi
     for _ in $(seq 1 600); do

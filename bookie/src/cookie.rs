@@ -505,6 +505,27 @@ pub fn plan(
     if !journals.is_empty() {
         return Err(CookieError::ExpansionNotAllowed { dirs: journals });
     }
+    // A missing dir that a stored cookie already lists was part of this bookie and has been
+    // wiped: never re-adopt it (its data is gone), expansion or not.
+    let stored = zk_cookie.or_else(|| dirs.iter().find_map(|d| d.cookie.as_ref()));
+    if let Some(stored) = stored {
+        let mut listed: Vec<String> = decode_dirs(&stored.ledger_dirs).unwrap_or_default();
+        listed.extend(
+            stored
+                .index_dirs
+                .as_deref()
+                .and_then(decode_dirs)
+                .unwrap_or_default(),
+        );
+        let wiped: Vec<PathBuf> = missing
+            .iter()
+            .filter(|d| listed.iter().any(|l| Path::new(l) == d.dir))
+            .map(|d| d.dir.clone())
+            .collect();
+        if !wiped.is_empty() {
+            return Err(CookieError::MissingInDirs { dirs: wiped });
+        }
+    }
     check_empty(&missing)?;
     let known: Vec<&PathBuf> = dirs
         .iter()
@@ -942,6 +963,17 @@ mod tests {
             dir("/data/bk/ledgers/sub", false, None, None),
         ];
         assert!(plan(&new, Some(&old), true, &nested, true).is_err());
+        // A dir the stored cookie lists but that lost its VERSION was wiped: refused even with
+        // expansion.
+        let wiped = [
+            dir("/data/bk/journal", true, Some(new.clone()), None),
+            dir("/data/bk/ledgers", false, Some(new.clone()), None),
+            dir("/data/bk2/ledgers", false, None, None),
+        ];
+        assert!(matches!(
+            plan(&new, Some(&new), true, &wiped, true),
+            Err(CookieError::MissingInDirs { .. })
+        ));
     }
 
     #[test]
