@@ -24,7 +24,8 @@
 //! - errors are `std::io::Error` carrying the OS errno (EIO, ENOSPC, ...), so callers
 //!   classify them the same way for every backend;
 //! - a write completes successfully only if every byte was written: a short write is
-//!   reported as an error (EIO), never as a short count;
+//!   reported as an error, never as a short count (io_uring: EIO; syscall: the errno
+//!   of the retried remainder, e.g. ENOSPC or EFBIG, or EIO if it made no progress);
 //! - operations in flight together have no defined order: an `Fdatasync` covers only
 //!   writes already *completed* (reaped) when it was submitted — use `WriteDatasync`
 //!   or reap the write first;

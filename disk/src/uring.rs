@@ -26,6 +26,9 @@
 //!   write's error (or EIO for a short write), and nothing was synced. If the write
 //!   succeeded and the fsync failed, the caller sees the fsync's error;
 //! - a read sets `buf.len()` to the count, short only at end of file;
+//! - if `io_uring_enter` fails for good (not EINTR/EAGAIN/EBUSY), every operation in
+//!   the kernel is completed with that error, its buffer leaked (never freed under
+//!   the kernel), and the instance refuses further submits with EIO;
 //! - `close` fails with EBUSY while operations of that file are not reaped.
 
 use crate::fsutil::{self, errno};
@@ -78,6 +81,9 @@ pub struct UringDisk {
     /// Operations whose CQEs have not all arrived.
     in_kernel: usize,
     direct_refusals: u64,
+    /// Set when io_uring_enter failed for good: every later submit fails with EIO and
+    /// late CQEs are ignored (their slots were already reported failed).
+    broken: bool,
 }
 
 fn transient(e: &io::Error) -> bool {
@@ -121,6 +127,7 @@ impl UringDisk {
             unreaped: 0,
             in_kernel: 0,
             direct_refusals: 0,
+            broken: false,
         })
     }
 
@@ -150,6 +157,9 @@ impl UringDisk {
             .completion()
             .map(|c| (c.user_data(), c.result()))
             .collect();
+        if self.broken {
+            return;
+        }
         for (ud, res) in cqes {
             let idx = (ud >> 1) as usize;
             let part = ud & 1;
@@ -178,6 +188,7 @@ impl UringDisk {
     /// The ring failed for good: report every in-kernel operation as failed. Their
     /// buffers are leaked, not freed, since the kernel may still write into them.
     fn fail_all(&mut self, e: &io::Error) {
+        self.broken = true;
         for idx in 0..self.slots.len() {
             if let Some(mut slot) = self.slots[idx].take() {
                 if let Some(buf) = slot.buf.take() {
@@ -323,6 +334,9 @@ impl Disk for UringDisk {
     }
 
     fn submit(&mut self, user_data: u64, op: Op) -> io::Result<()> {
+        if self.broken {
+            return Err(errno(libc::EIO));
+        }
         if self.unreaped >= self.queue_depth {
             return Err(errno(libc::EAGAIN));
         }
@@ -497,7 +511,7 @@ impl Disk for UringDisk {
 impl Drop for UringDisk {
     fn drop(&mut self) {
         // The kernel may still write into slot buffers: wait for every CQE first.
-        while self.in_kernel > 0 {
+        while self.in_kernel > 0 && !self.broken {
             self.wait_one();
             self.drain_cq();
         }
