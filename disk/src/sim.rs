@@ -66,6 +66,10 @@
 //!   (rounded up to sectors, holes counted) exceed it fails with ENOSPC; `space()`
 //!   reports it as the total. Capacity failures are not logged (they are not
 //!   injected corruption, just a full disk).
+//! - `sync_dir_eio`, `fail_sync_dir_nth`: `sync_dir` fails with EIO and the
+//!   directory's durable entries stay as they were (its creates, removes and renames
+//!   are forgotten by a crash unless a later `sync_dir` succeeds). The one-shot
+//!   counter counts `sync_dir` calls.
 //! - `delay`: each reap, an operation is held back with this probability unless it
 //!   is needed to reach `min`: simulated latency, visible only as ordering.
 //! - `read_bit_flip`: a successful read returns its data with one bit flipped; the
@@ -127,6 +131,10 @@ pub struct Faults {
     pub fail_sync_nth: Option<u64>,
     /// Fail the Nth write with ENOSPC.
     pub enospc_write_nth: Option<u64>,
+    /// Probability that `sync_dir` fails with EIO (its entries stay not durable).
+    pub sync_dir_eio: f64,
+    /// Fail the Nth `sync_dir` with EIO.
+    pub fail_sync_dir_nth: Option<u64>,
     /// Capacity of the file system in bytes (sum of file sizes rounded to sectors).
     pub capacity_bytes: Option<u64>,
 }
@@ -151,6 +159,10 @@ pub enum FaultEvent {
     Enospc {
         path: PathBuf,
         offset: u64,
+    },
+    /// A `sync_dir` failed; the directory's durable entries did not change.
+    SyncDirEio {
+        dir: PathBuf,
     },
     /// A read returned the bit `bit` of file byte `offset` flipped (storage intact).
     ReadBitFlip {
@@ -302,6 +314,7 @@ struct Counts {
     reads: u64,
     writes: u64,
     syncs: u64,
+    dir_syncs: u64,
 }
 
 struct State {
@@ -981,6 +994,18 @@ impl Disk for SimDisk {
     fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         let state = Arc::clone(&self.fs.state);
         let mut st = lock_gen(&state, self.generation)?;
+        if !st.dirs.contains_key(dir) {
+            return Err(errno(libc::ENOENT));
+        }
+        st.counts.dir_syncs += 1;
+        let nth = st.faults.fail_sync_dir_nth == Some(st.counts.dir_syncs);
+        let p = st.faults.sync_dir_eio;
+        if nth || st.chance(p) {
+            st.log.push(FaultEvent::SyncDirEio {
+                dir: dir.to_path_buf(),
+            });
+            return Err(errno(libc::EIO));
+        }
         let d = st.dirs.get_mut(dir).ok_or_else(|| errno(libc::ENOENT))?;
         let dropped: Vec<u64> = d
             .durable

@@ -662,3 +662,35 @@ fn two_handles_share_one_file_system() {
     d.remove(Path::new("/d/f")).unwrap();
     assert_eq!(read(&mut d, f, 0, SECTOR).unwrap(), vec![4u8; SECTOR]);
 }
+
+#[test]
+fn fault_sync_dir_eio_keeps_entries_not_durable() {
+    let fs = SimFs::new(11);
+    let mut d = fs.disk();
+    d.create_dir_all(Path::new("/d")).unwrap();
+    let f = d.open(Path::new("/d/f"), rw()).unwrap();
+    write_sync(&mut d, f, 0, filled(1, 1)).unwrap();
+    fs.set_faults(Faults {
+        fail_sync_dir_nth: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(
+        d.sync_dir(Path::new("/d")).unwrap_err().raw_os_error(),
+        Some(libc::EIO)
+    );
+    assert!(fs.durable_list_dir(Path::new("/d")).unwrap().is_empty());
+    assert_eq!(
+        fs.fault_log(),
+        vec![FaultEvent::SyncDirEio { dir: "/d".into() }]
+    );
+    fs.set_faults(Faults {
+        sync_dir_eio: 1.0,
+        ..Default::default()
+    });
+    assert!(d.sync_dir(Path::new("/d")).is_err());
+    fs.crash();
+    assert!(
+        fs.disk().list_dir(Path::new("/d")).unwrap().is_empty(),
+        "the create was forgotten"
+    );
+}
