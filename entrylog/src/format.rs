@@ -389,6 +389,28 @@ pub fn decode_checked_footer(
     Ok(runs)
 }
 
+/// Decodes a whole segment image: trailer from its last 64 bytes, footer from where the
+/// trailer says, and checks every entry record the footer lists (header and CRC32C).
+/// Used by the fuzz target `segment_index` and by offline checks.
+pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatError> {
+    let trailer = Trailer::decode(file, file.len() as u64)?;
+    let start = trailer.footer_offset as usize;
+    let end = start + trailer.footer_len as usize;
+    let footer = file
+        .get(start..end)
+        .ok_or_else(|| FormatError("footer outside the file".into()))?;
+    let runs = decode_checked_footer(&trailer, footer)?;
+    for r in &runs {
+        for e in &r.entries {
+            let rec = file
+                .get(e.offset as usize..)
+                .ok_or_else(|| FormatError("record outside the file".into()))?;
+            decode_entry_record(rec, r.ledger, e.entry, e.len)?;
+        }
+    }
+    Ok((trailer, runs))
+}
+
 // ---------------------------------------------------------------------------------
 // Ledger-state file (`ledgers.state` in every ledger directory)
 //

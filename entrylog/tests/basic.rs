@@ -192,3 +192,55 @@ fn dropping_16000_ledgers_is_fast() {
     assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
     assert!(log.ledgers().is_empty());
 }
+
+#[test]
+fn concurrent_readers_during_adds_flushes_and_compaction() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let fs = SimFs::new(6);
+    let log = Arc::new(open(&fs));
+    let written = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for t in 0..4u64 {
+        let (log, written, done) = (log.clone(), written.clone(), done.clone());
+        readers.push(std::thread::spawn(move || {
+            let mut x = t + 1;
+            let mut reads = 0;
+            while !done.load(Ordering::SeqCst) {
+                let n = written.load(Ordering::SeqCst);
+                if n == 0 {
+                    continue;
+                }
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let e = if t == 0 { reads % n } else { (x >> 33) % n };
+                let l = e % 3;
+                let got = log.get_entry(l, EntrySelector::Id(e)).unwrap();
+                assert_eq!(got, entry(l, e, -1, 700, e), "reader {t} entry {l}/{e}");
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    for e in 0..1500u64 {
+        log.add_entry(e % 3, e, entry(e % 3, e, -1, 700, e))
+            .unwrap();
+        // A duplicate of an old entry with the same content keeps answers stable
+        // while compaction has something to do.
+        if e % 7 == 0 {
+            let d = e / 2;
+            log.add_entry(d % 3, d, entry(d % 3, d, -1, 700, d))
+                .unwrap();
+        }
+        written.store(e + 1, Ordering::SeqCst);
+        if e % 200 == 199 {
+            log.flush().unwrap();
+            log.compact(Some(0.95)).unwrap();
+        }
+    }
+    done.store(true, Ordering::SeqCst);
+    let total: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(total > 100, "readers made progress: {total}");
+}
