@@ -166,6 +166,24 @@ pub fn conformance(d: &mut dyn Disk, root: &Path) {
         "extension reads as zeros"
     );
 
+    // A size that is not sector-aligned: the read is short, to the byte, at EOF.
+    d.set_len(f, SECTOR as u64 + 100).unwrap();
+    let got = read(d, f, 0, 2 * SECTOR).unwrap();
+    assert_eq!(
+        got.len(),
+        SECTOR + 100,
+        "short read stops at the unaligned EOF"
+    );
+    assert_eq!(&got[..SECTOR], &a_bytes[..SECTOR]);
+    d.set_len(f, 4 * SECTOR as u64).unwrap();
+    assert!(
+        read(d, f, SECTOR as u64, SECTOR)
+            .unwrap()
+            .iter()
+            .all(|&x| x == 0),
+        "the cut tail reads as zeros"
+    );
+
     // Several operations in flight; every completion is reaped once with its user_data.
     let mut want = HashSet::new();
     for i in 0..8u64 {
