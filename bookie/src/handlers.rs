@@ -86,7 +86,7 @@ impl Status {
 impl From<&StorageError> for Status {
     fn from(e: &StorageError) -> Status {
         match e {
-            StorageError::NoLedger(_) => Status::NoLedger,
+            StorageError::NoLedger(_) | StorageError::LedgerDeleted(_) => Status::NoLedger,
             StorageError::NoEntry(..) => Status::NoEntry,
             StorageError::Throttled(_) => Status::TooManyRequests,
             StorageError::Invalid(_) => Status::BadRequest,
@@ -224,6 +224,20 @@ impl Reply {
 /// A reply still being produced (journal wait, disk read, long poll).
 pub type Pending = Pin<Box<dyn Future<Output = Reply> + Send + 'static>>;
 
+/// Runs storage work that may block on disk on tokio's blocking pool (the entry log's
+/// reads block). A panic there becomes an EIO answer, never a dead connection.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+/// Status of a failed add: a GC-deleted ledger answers EFENCED (sem §6.5).
+fn add_status(e: &StorageError) -> Status {
+    match e {
+        StorageError::LedgerDeleted(_) => Status::Fenced,
+        other => Status::from(other),
+    }
+}
+
 fn ready(reply: Reply) -> Pending {
     Box::pin(std::future::ready(reply))
 }
@@ -335,6 +349,9 @@ fn be_i64(bytes: &[u8], at: usize) -> Option<i64> {
     Some(i64::from_be_bytes(raw))
 }
 
+/// Length of a master key (SHA-1).
+pub const MASTER_KEY_LENGTH: usize = 20;
+
 /// Entry header size (ledger id, entry id, LAC, length).
 pub const ENTRY_METADATA_LENGTH: usize = 32;
 
@@ -393,13 +410,28 @@ impl Bookie {
             } => self.write_lac(ledger, master_key, body),
             Op::ReadLac { ledger } => {
                 let me = self.clone();
-                Box::pin(async move { me.read_lac(ledger) })
+                Box::pin(async move {
+                    blocking(move || me.read_lac(ledger))
+                        .await
+                        .unwrap_or(Reply::ReadLac {
+                            status: Status::Io,
+                            lac_body: None,
+                            last_entry: None,
+                        })
+                })
             }
             Op::ForceLedger { ledger } => self.force_ledger(ledger),
             Op::GetBookieInfo { requested } => ready(self.bookie_info(requested)),
             Op::ListEntries { ledger } => {
                 let me = self.clone();
-                Box::pin(async move { me.list_entries(ledger) })
+                Box::pin(async move {
+                    blocking(move || me.list_entries(ledger))
+                        .await
+                        .unwrap_or(Reply::ListEntries {
+                            status: Status::Io,
+                            availability: None,
+                        })
+                })
             }
         }
     }
@@ -411,8 +443,14 @@ impl Bookie {
         &self,
         ledger: LedgerId,
         key: &[u8],
+        if_deleted: Status,
         f: impl FnOnce(&mut LedgerState) -> Result<T, Status>,
     ) -> Result<T, Status> {
+        // Master keys are SHA-1 sized on every stock client; the journal's key record
+        // holds exactly 20 bytes.
+        if key.len() != MASTER_KEY_LENGTH {
+            return Err(Status::BadRequest);
+        }
         let mut shard = self.shard(ledger).lock();
         let state = shard.entry(ledger).or_insert_with(LedgerState::new);
         match &state.write_key {
@@ -422,7 +460,10 @@ impl Bookie {
                 self.store
                     .storage
                     .set_master_key(ledger, key)
-                    .map_err(|e| Status::from(&e))?;
+                    .map_err(|e| match e {
+                        StorageError::LedgerDeleted(_) => if_deleted,
+                        other => Status::from(&other),
+                    })?;
                 state.write_key = Some(Bytes::copy_from_slice(key));
             }
         }
@@ -469,7 +510,7 @@ impl Bookie {
         };
         let store = self.store.clone();
         let write_data = self.options.journal_write_data;
-        let submitted = self.with_write_handle(ledger, &add.master_key, |state| {
+        let submitted = self.with_write_handle(ledger, &add.master_key, Status::Fenced, |state| {
             if !add.recovery {
                 let meta = store
                     .storage
@@ -482,7 +523,7 @@ impl Bookie {
             store
                 .storage
                 .add_entry(ledger, entry, body.clone())
-                .map_err(|e| Status::from(&e))?;
+                .map_err(|e| add_status(&e))?;
             if state.lac.is_some() {
                 state.raise_lac(entry_lac);
             }
@@ -524,7 +565,7 @@ impl Bookie {
             return Err(Status::Unauthorized);
         }
         let store = self.store.clone();
-        self.with_write_handle(ledger, key, |state| {
+        self.with_write_handle(ledger, key, Status::NoLedger, |state| {
             let changed = store
                 .storage
                 .set_fenced(ledger)
@@ -612,7 +653,10 @@ impl Bookie {
             };
             let me = self.clone();
             return Box::pin(async move {
-                match me.read_entry(ledger, entry) {
+                let read = blocking(move || me.read_entry(ledger, entry))
+                    .await
+                    .unwrap_or_else(|| Err(StorageError::Io("read task failed".into())));
+                match read {
                     Err(e) => err(Status::from(&e)),
                     Ok(body) => match fence_durable.await {
                         // sem §6.2: v3 fence responses carry body but no maxLAC.
@@ -631,7 +675,7 @@ impl Bookie {
         let me = self.clone();
         match read.long_poll {
             None => Box::pin(async move {
-                match me.read_entry(ledger, entry) {
+                blocking(move || match me.read_entry(ledger, entry) {
                     Err(e) => err(Status::from(&e)),
                     Ok(body) => Reply::Read {
                         status: Status::Ok,
@@ -640,14 +684,30 @@ impl Bookie {
                         max_lac: me.last_add_confirmed(ledger).ok(),
                         lac_update_timestamp: None,
                     },
-                }
+                })
+                .await
+                .unwrap_or_else(|| err(Status::Io))
             }),
-            Some(lp) => Box::pin(async move { me.long_poll(ledger, entry, lp).await }),
+            Some(lp) => Box::pin(me.long_poll(ledger, entry, lp)),
+        }
+    }
+
+    /// The LAC a long poll starts from: `Ok(None)` when the ledger has no LAC yet.
+    fn long_poll_known_lac(&self, ledger: LedgerId) -> Result<Option<i64>, Status> {
+        match self.store.storage.ledger_meta(ledger) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(Status::NoLedger),
+            Err(e) => return Err(Status::from(&e)),
+        }
+        match self.last_add_confirmed(ledger) {
+            Ok(lac) => Ok(Some(lac)),
+            Err(StorageError::NoEntry(..)) => Ok(None),
+            Err(e) => Err(Status::from(&e)),
         }
     }
 
     /// v3 long-poll read (sem §10.2).
-    async fn long_poll(&self, ledger: LedgerId, entry: EntryId, lp: LongPoll) -> Reply {
+    async fn long_poll(self: Arc<Self>, ledger: LedgerId, entry: EntryId, lp: LongPoll) -> Reply {
         let err = move |status| Reply::Read {
             status,
             entry,
@@ -658,15 +718,11 @@ impl Bookie {
         let mut lac_update_timestamp = None;
         if let Some(timeout) = lp.timeout {
             // Register a watcher unless the LAC is already past previousLAC.
-            match self.store.storage.ledger_meta(ledger) {
-                Ok(Some(_)) => {}
-                Ok(None) => return err(Status::NoLedger),
-                Err(e) => return err(Status::from(&e)),
-            }
-            let known = match self.last_add_confirmed(ledger) {
-                Ok(lac) => Some(lac),
-                Err(StorageError::NoEntry(..)) => None,
-                Err(e) => return err(Status::from(&e)),
+            let me = self.clone();
+            let known = match blocking(move || me.long_poll_known_lac(ledger)).await {
+                Some(Ok(known)) => known,
+                Some(Err(status)) => return err(status),
+                None => return err(Status::Io),
             };
             if known.is_none_or(|lac| lac <= lp.previous_lac) {
                 let mut rx = {
@@ -691,6 +747,26 @@ impl Bookie {
                 }
             }
         }
+        blocking(move || self.long_poll_answer(ledger, entry, lp, lac_update_timestamp))
+            .await
+            .unwrap_or_else(|| err(Status::Io))
+    }
+
+    /// Step 3 of a long poll: the answer once woken (or at once without timeOut).
+    fn long_poll_answer(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+        lp: LongPoll,
+        lac_update_timestamp: Option<i64>,
+    ) -> Reply {
+        let err = move |status| Reply::Read {
+            status,
+            entry,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        };
         let known_lac = match self.last_add_confirmed(ledger) {
             Ok(lac) => lac,
             Err(StorageError::NoEntry(..)) => return err(Status::Io),
@@ -757,35 +833,13 @@ impl Bookie {
         };
         let me = self.clone();
         Box::pin(async move {
-            let max_size = if batch.max_size <= 0 {
-                me.options.max_batch_read_size
-            } else {
-                (batch.max_size as u64).min(me.options.max_batch_read_size)
+            let selected = blocking(move || me.select_batch(&batch))
+                .await
+                .unwrap_or(Err(Status::Io));
+            let entries = match selected {
+                Ok(entries) => entries,
+                Err(status) => return fail(status),
             };
-            let mut size: u64 = 36;
-            let mut entries = Vec::new();
-            let mut id = batch.start;
-            loop {
-                if batch.max_count > 0 && entries.len() >= batch.max_count as usize {
-                    break;
-                }
-                match me.read_entry(batch.ledger, id) {
-                    Ok(body) => {
-                        let add = 4 + body.len() as u64;
-                        if !entries.is_empty() && size + add > max_size {
-                            break;
-                        }
-                        size += add;
-                        entries.push(body);
-                    }
-                    Err(e) if entries.is_empty() => return fail(Status::from(&e)),
-                    Err(_) => break,
-                }
-                match id.checked_add(1) {
-                    Some(next) if batch.start != -1 => id = next,
-                    _ => break,
-                }
-            }
             if let Some(durable) = fence_durable {
                 if durable.await.is_err() {
                     return fail(Status::Io);
@@ -798,6 +852,40 @@ impl Bookie {
         })
     }
 
+    /// The entries of a batch read, or the first entry's error.
+    fn select_batch(&self, batch: &BatchReadOp) -> Result<Vec<Bytes>, Status> {
+        let max_size = if batch.max_size <= 0 {
+            self.options.max_batch_read_size
+        } else {
+            (batch.max_size as u64).min(self.options.max_batch_read_size)
+        };
+        let mut size: u64 = 36;
+        let mut entries = Vec::new();
+        let mut id = batch.start;
+        loop {
+            if batch.max_count > 0 && entries.len() >= batch.max_count as usize {
+                break;
+            }
+            match self.read_entry(batch.ledger, id) {
+                Ok(body) => {
+                    let add = 4 + body.len() as u64;
+                    if !entries.is_empty() && size + add > max_size {
+                        break;
+                    }
+                    size += add;
+                    entries.push(body);
+                }
+                Err(e) if entries.is_empty() => return Err(Status::from(&e)),
+                Err(_) => break,
+            }
+            match id.checked_add(1) {
+                Some(next) if batch.start != -1 => id = next,
+                _ => break,
+            }
+        }
+        Ok(entries)
+    }
+
     // ---------------------------------------------------------------- LAC (sem §9)
 
     fn write_lac(&self, ledger: LedgerId, key: Bytes, body: Bytes) -> Pending {
@@ -807,7 +895,7 @@ impl Bookie {
         }
         let store = self.store.clone();
         let journal_lac = self.options.journal_explicit_lac;
-        let submitted = self.with_write_handle(ledger, &key, |state| {
+        let submitted = self.with_write_handle(ledger, &key, Status::NoLedger, |state| {
             store
                 .storage
                 .set_explicit_lac(ledger, body.clone())

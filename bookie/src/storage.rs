@@ -46,6 +46,9 @@ pub enum StorageError {
     /// The ledger is not known to this bookie.
     #[error("no such ledger {0}")]
     NoLedger(LedgerId),
+    /// The ledger was deleted by GC: adds answer EFENCED, everything else ENOLEDGER.
+    #[error("ledger {0} was deleted")]
+    LedgerDeleted(LedgerId),
     /// The ledger is known but the entry is not stored.
     #[error("no such entry {1} in ledger {0}")]
     NoEntry(LedgerId, EntryId),
@@ -231,11 +234,11 @@ pub fn exit_on_fatal() -> FatalHandler {
 
 /// The checkpoint side of a journal: what the flusher needs.
 pub trait Checkpointer: Send + Sync + 'static {
-    /// Opaque position: everything journaled before it is covered once the entry log has
-    /// been flushed after taking it.
-    fn mark(&self) -> u64;
+    /// Opaque position (one number per journal directory): everything journaled before
+    /// it is covered once the entry log has been flushed after taking it.
+    fn mark(&self) -> Result<Vec<u64>, StorageError>;
     /// The entry log has durably flushed everything up to `mark`; the journal may trim.
-    fn checkpoint(&self, mark: u64) -> Result<(), StorageError>;
+    fn checkpoint(&self, mark: &[u64]) -> Result<(), StorageError>;
 }
 
 /// One ledger storage paired with its journals; what the handlers hold.
@@ -281,13 +284,18 @@ impl Store {
     /// A failure goes to the fatal handler.
     pub fn flush_and_checkpoint(&self) -> Result<(), StorageError> {
         let _one_at_a_time = self.flush_lock.lock();
-        let marks: Vec<u64> = self.checkpointers.iter().map(|c| c.mark()).collect();
-        let result = self.storage.flush().and_then(|()| {
+        let result = (|| {
+            let marks = self
+                .checkpointers
+                .iter()
+                .map(|c| c.mark())
+                .collect::<Result<Vec<_>, _>>()?;
+            self.storage.flush()?;
             for (c, mark) in self.checkpointers.iter().zip(marks) {
-                c.checkpoint(mark)?;
+                c.checkpoint(&mark)?;
             }
             Ok(())
-        });
+        })();
         if let Err(e) = &result {
             (self.fatal)(&format!("entry log flush / checkpoint failed: {e}"));
         }

@@ -182,11 +182,11 @@ impl JournalSink for MemJournal {
 }
 
 impl Checkpointer for MemJournal {
-    fn mark(&self) -> u64 {
-        self.records.lock().len() as u64
+    fn mark(&self) -> Result<Vec<u64>, StorageError> {
+        Ok(vec![self.records.lock().len() as u64])
     }
 
-    fn checkpoint(&self, _mark: u64) -> Result<(), StorageError> {
+    fn checkpoint(&self, _mark: &[u64]) -> Result<(), StorageError> {
         Ok(())
     }
 }

@@ -1,3 +1,381 @@
-//! Adapters from bk-journal and bk-entrylog to the request path's narrow interfaces
-//! ([`super::JournalSink`], [`super::Checkpointer`], [`super::LedgerStorage`]).
-//! Filled in as those crates land.
+//! Adapters from bk-journal and bk-entrylog to the request path's narrow interfaces, and
+//! [`open`], which brings a bookie's storage up in the order durability needs:
+//!
+//! 1. open the entry log (segments + ledger-state file);
+//! 2. open the journal, replaying every record above each journal's checkpoint mark
+//!    into the entry log (entries, master keys, fences, explicit LACs);
+//! 3. flush the entry log, then checkpoint the journal at the mark taken after replay;
+//! 4. only then return — the caller binds the port afterwards.
+//!
+//! Wire ids are Java longs; the crates use `u64`. A negative ledger id is unknown to
+//! every read (`NoLedger`) and invalid for every write; negative entry ids are invalid
+//! for adds (they are the journal's meta-record ids in Java).
+//!
+//! The journal acknowledges every append after the fdatasync of its group: v3
+//! DEFERRED_SYNC and `journalSyncData=false` are therefore answered *later* than Java
+//! would (after sync), never earlier.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bk_entrylog::{EntryLog, EntryLogConfig, EntrySelector};
+use bk_journal::{Journal, JournalConfig, JournalMark, Record, Seq, TypedRecord};
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use super::{
+    apply_replayed, AckMode, Checkpointer, Durable, EntryId, FatalHandler, JournalRecord,
+    JournalSink, LedgerId, LedgerMeta, LedgerStorage, StorageError, Store,
+};
+
+fn from_entrylog(e: bk_entrylog::Error) -> StorageError {
+    use bk_entrylog::Error as E;
+    match e {
+        E::NoLedger(l) => StorageError::NoLedger(l as i64),
+        E::NoEntry { ledger, entry } => {
+            StorageError::NoEntry(ledger as i64, entry.map_or(-1, |e| e as i64))
+        }
+        E::LedgerDeleted(l) => StorageError::LedgerDeleted(l as i64),
+        E::MasterKeyConflict(l) => StorageError::MasterKeyConflict(l as i64),
+        E::Throttled(d) => StorageError::Throttled(format!("write cache full for {d:?}")),
+        E::InvalidInput(s) => StorageError::Invalid(s),
+        e @ E::Corruption { .. } => StorageError::Corruption(e.to_string()),
+        e @ (E::Io { .. } | E::Closed) => StorageError::Io(e.to_string()),
+    }
+}
+
+fn from_journal(e: bk_journal::JournalError) -> StorageError {
+    StorageError::JournalFailed(e.to_string())
+}
+
+fn ledger_for_read(ledger: LedgerId) -> Result<u64, StorageError> {
+    u64::try_from(ledger).map_err(|_| StorageError::NoLedger(ledger))
+}
+
+fn ledger_for_write(ledger: LedgerId) -> Result<u64, StorageError> {
+    u64::try_from(ledger).map_err(|_| StorageError::Invalid(format!("negative ledger id {ledger}")))
+}
+
+/// bk-entrylog as [`LedgerStorage`]. `close` takes the log out for an orderly shutdown;
+/// calls after it fail with an I/O error.
+pub struct EntryLogStorage {
+    log: RwLock<Option<EntryLog>>,
+}
+
+impl EntryLogStorage {
+    pub fn new(log: EntryLog) -> Self {
+        EntryLogStorage {
+            log: RwLock::new(Some(log)),
+        }
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&EntryLog) -> bk_entrylog::Result<T>,
+    ) -> Result<T, StorageError> {
+        let guard = self.log.read();
+        let log = guard
+            .as_ref()
+            .ok_or_else(|| StorageError::Io("entry log is closed".into()))?;
+        f(log).map_err(from_entrylog)
+    }
+
+    /// Closes the entry log (after a final flush by the caller).
+    pub fn close(&self) -> Result<(), StorageError> {
+        match self.log.write().take() {
+            Some(log) => log.close().map_err(from_entrylog),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f` on the entry log (GC, compaction, disk usage, metrics).
+    pub fn with_log<T>(&self, f: impl FnOnce(&EntryLog) -> T) -> Option<T> {
+        self.log.read().as_ref().map(f)
+    }
+}
+
+impl LedgerStorage for EntryLogStorage {
+    fn ledger_meta(&self, ledger: LedgerId) -> Result<Option<LedgerMeta>, StorageError> {
+        let Ok(id) = u64::try_from(ledger) else {
+            return Ok(None);
+        };
+        self.with(|log| {
+            if !log.ledger_exists(id) {
+                return Ok(None);
+            }
+            Ok(Some(LedgerMeta {
+                fenced: log.is_fenced(id)?,
+                master_key: log.master_key(id)?.map(Bytes::from).unwrap_or_default(),
+                explicit_lac: log.explicit_lac(id)?,
+            }))
+        })
+    }
+
+    fn set_master_key(&self, ledger: LedgerId, key: &[u8]) -> Result<(), StorageError> {
+        let id = ledger_for_write(ledger)?;
+        self.with(|log| log.set_master_key(id, key))
+    }
+
+    fn set_fenced(&self, ledger: LedgerId) -> Result<bool, StorageError> {
+        let id = ledger_for_write(ledger)?;
+        self.with(|log| log.set_fenced(id))
+    }
+
+    fn set_explicit_lac(&self, ledger: LedgerId, body: Bytes) -> Result<(), StorageError> {
+        let id = ledger_for_write(ledger)?;
+        self.with(|log| log.set_explicit_lac(id, body))
+    }
+
+    fn add_entry(&self, ledger: LedgerId, entry: EntryId, body: Bytes) -> Result<(), StorageError> {
+        let id = ledger_for_write(ledger)?;
+        let entry = u64::try_from(entry)
+            .map_err(|_| StorageError::Invalid(format!("negative entry id {entry}")))?;
+        self.with(|log| log.add_entry(id, entry, body))
+    }
+
+    fn get_entry(&self, ledger: LedgerId, entry: EntryId) -> Result<Bytes, StorageError> {
+        let id = ledger_for_read(ledger)?;
+        let Ok(e) = u64::try_from(entry) else {
+            // A negative id other than -1 (handled by the caller): the ledger decides
+            // between ENOLEDGER and ENOENTRY.
+            return self.with(|log| {
+                if log.ledger_exists(id) {
+                    Err(bk_entrylog::Error::NoEntry {
+                        ledger: id,
+                        entry: None,
+                    })
+                } else {
+                    Err(bk_entrylog::Error::NoLedger(id))
+                }
+            });
+        };
+        self.with(|log| log.get_entry(id, EntrySelector::Id(e)))
+    }
+
+    fn last_entry(&self, ledger: LedgerId) -> Result<Bytes, StorageError> {
+        let id = ledger_for_read(ledger)?;
+        self.with(|log| log.get_entry(id, EntrySelector::Last))
+    }
+
+    fn entry_ids(&self, ledger: LedgerId) -> Result<Vec<EntryId>, StorageError> {
+        let id = ledger_for_read(ledger)?;
+        self.with(|log| log.entries_of_ledger(id))
+            .map(|ids| ids.into_iter().map(|e| e as i64).collect())
+    }
+
+    fn needs_flush(&self) -> bool {
+        // The entry log flushes a full write-cache half by itself; the checkpoint (which
+        // trims the journal) runs on the flush interval.
+        false
+    }
+
+    fn flush(&self) -> Result<(), StorageError> {
+        self.with(|log| log.flush())
+    }
+}
+
+/// bk-journal as [`JournalSink`] and [`Checkpointer`].
+pub struct JournalAdapter {
+    journal: RwLock<Option<Journal>>,
+}
+
+impl JournalAdapter {
+    pub fn new(journal: Journal) -> Self {
+        JournalAdapter {
+            journal: RwLock::new(Some(journal)),
+        }
+    }
+
+    /// Stops the journal: what was admitted is written and acknowledged, later appends
+    /// fail. Blocking.
+    pub fn shutdown(&self) {
+        if let Some(j) = self.journal.write().take() {
+            j.shutdown();
+        }
+    }
+}
+
+impl JournalSink for JournalAdapter {
+    fn append(&self, record: JournalRecord, _ack: AckMode) -> Durable {
+        let guard = self.journal.read();
+        let Some(journal) = guard.as_ref() else {
+            return super::durable_ready(Err(StorageError::JournalFailed(
+                "journal is shut down".into(),
+            )));
+        };
+        let ledger = match u64::try_from(record.ledger()) {
+            Ok(l) => l,
+            Err(_) => {
+                return super::durable_ready(Err(StorageError::Invalid(format!(
+                    "negative ledger id {}",
+                    record.ledger()
+                ))))
+            }
+        };
+        let fut = match record {
+            JournalRecord::Entry { entry, body, .. } => match u64::try_from(entry) {
+                Ok(e) => journal.append(ledger, Record::entry(ledger, e, body)),
+                Err(_) => {
+                    return super::durable_ready(Err(StorageError::Invalid(format!(
+                        "negative entry id {entry}"
+                    ))))
+                }
+            },
+            JournalRecord::MasterKey { key, .. } => {
+                let Ok(key) = <[u8; bk_journal::MASTER_KEY_LEN]>::try_from(key.as_ref()) else {
+                    return super::durable_ready(Err(StorageError::Invalid(format!(
+                        "master key of {} bytes",
+                        key.len()
+                    ))));
+                };
+                journal.append(ledger, Record::master_key(ledger, key))
+            }
+            JournalRecord::Fence { .. } => journal.append(ledger, Record::fence(ledger)),
+            JournalRecord::ExplicitLac { body, .. } => {
+                journal.append(ledger, Record::explicit_lac(ledger, body))
+            }
+            JournalRecord::ForceBarrier { .. } => journal.force_ledger(ledger),
+        };
+        Box::pin(async move { fut.await.map(|_seq| ()).map_err(from_journal) })
+    }
+}
+
+impl Checkpointer for JournalAdapter {
+    fn mark(&self) -> Result<Vec<u64>, StorageError> {
+        let guard = self.journal.read();
+        let journal = guard
+            .as_ref()
+            .ok_or_else(|| StorageError::JournalFailed("journal is shut down".into()))?;
+        let mark = journal.mark_blocking().map_err(from_journal)?;
+        Ok(mark.seqs.iter().map(|s| s.0).collect())
+    }
+
+    fn checkpoint(&self, mark: &[u64]) -> Result<(), StorageError> {
+        let guard = self.journal.read();
+        let journal = guard
+            .as_ref()
+            .ok_or_else(|| StorageError::JournalFailed("journal is shut down".into()))?;
+        journal
+            .checkpoint_blocking(&JournalMark {
+                seqs: mark.iter().map(|s| Seq(*s)).collect(),
+            })
+            .map_err(from_journal)
+    }
+}
+
+/// Where and how to open the real storage.
+#[derive(Clone)]
+pub struct RealStorageConfig {
+    pub journal_dirs: Vec<PathBuf>,
+    /// Entry-log directories (`<ledgerDir>/current`).
+    pub ledger_dirs: Vec<PathBuf>,
+    pub journal: JournalConfig,
+    pub entry_log: EntryLogConfig,
+    pub disk: bk_disk::DiskConfig,
+}
+
+/// What [`open`] returns: the store for the handlers and the parts shutdown needs.
+pub struct RealStorage {
+    pub store: Arc<Store>,
+    pub entry_log: Arc<EntryLogStorage>,
+    pub journal: Arc<JournalAdapter>,
+    /// Records replayed from the journal at start-up.
+    pub replayed: u64,
+}
+
+impl RealStorage {
+    /// Final flush + checkpoint, then journal and entry log shut down. Blocking.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        let result = self.store.flush_and_checkpoint();
+        self.journal.shutdown();
+        let closed = self.entry_log.close();
+        result.and(closed)
+    }
+}
+
+/// Opens the entry log, replays the journal into it, flushes and checkpoints (module
+/// docs). Blocking; call before binding the port.
+pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStorage, StorageError> {
+    let disk_config = config.disk;
+    let entry_log_disks: bk_entrylog::DiskFactory =
+        Arc::new(move || bk_disk::open_disk(&disk_config).map(|d| d.disk));
+    let journal_disks: bk_journal::DiskFactory =
+        Arc::new(move |_index| bk_disk::open_disk(&disk_config).map(|d| d.disk));
+    let log = EntryLog::open(
+        config.ledger_dirs.clone(),
+        config.entry_log.clone(),
+        entry_log_disks,
+    )
+    .map_err(from_entrylog)?;
+    let entry_log = Arc::new(EntryLogStorage::new(log));
+    let mut replayed = 0u64;
+    let mut replay_error: Option<String> = None;
+    let (journal, _replay) = {
+        let storage: &dyn LedgerStorage = entry_log.as_ref();
+        let mut visit = |rec: &bk_journal::ReplayedRecord| -> Result<(), String> {
+            let typed = rec.typed().map_err(|e| e.to_string())?;
+            let record = match typed {
+                TypedRecord::Entry {
+                    ledger,
+                    entry,
+                    data,
+                } => JournalRecord::Entry {
+                    ledger: ledger as i64,
+                    entry: entry as i64,
+                    body: data,
+                },
+                TypedRecord::Fence { ledger } => JournalRecord::Fence {
+                    ledger: ledger as i64,
+                },
+                TypedRecord::ExplicitLac { ledger, body } => JournalRecord::ExplicitLac {
+                    ledger: ledger as i64,
+                    body,
+                },
+                TypedRecord::MasterKey { ledger, key } => JournalRecord::MasterKey {
+                    ledger: ledger as i64,
+                    key: Bytes::copy_from_slice(&key),
+                },
+                TypedRecord::Other { kind, .. } => {
+                    return Err(format!("unknown journal record kind {}", kind.0))
+                }
+            };
+            match apply_replayed(storage, &record) {
+                Ok(()) => {}
+                // A ledger deleted by GC after this record was journaled stays deleted.
+                Err(StorageError::LedgerDeleted(_)) => {}
+                Err(e) => {
+                    let msg = format!("replaying journal record: {e}");
+                    replay_error = Some(msg.clone());
+                    return Err(msg);
+                }
+            }
+            replayed += 1;
+            Ok(())
+        };
+        Journal::open(
+            &config.journal_dirs,
+            config.journal.clone(),
+            journal_disks,
+            &mut visit,
+        )
+        .map_err(|e| match replay_error.take() {
+            Some(msg) => StorageError::Io(msg),
+            None => from_journal(e),
+        })?
+    };
+    let journal = Arc::new(JournalAdapter::new(journal));
+    let store = Store::new(
+        entry_log.clone(),
+        journal.clone(),
+        vec![journal.clone()],
+        fatal,
+    );
+    // Make the replayed state durable in the entry log and trim the journal.
+    store.flush_and_checkpoint()?;
+    Ok(RealStorage {
+        store,
+        entry_log,
+        journal,
+        replayed,
+    })
+}
