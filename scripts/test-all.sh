@@ -1,8 +1,43 @@
 #!/usr/bin/env bash
-# Runs every test: formatting, lints, unit/property/simulation tests, fuzz smoke runs,
-# and the Java conformance suite. Installs what it needs itself (see README.md).
+# The one test command (README.md; CI runs it through .ci/run). Runs, in order:
+#   1. prerequisites: the Debian zookeeper package (registration and GC-scan tests) and
+#      cargo-fuzz, installed when missing;
+#   2. cargo fmt --check and clippy -D warnings over every target;
+#   3. cargo test over the workspace (unit, property, simulated-disk, crash and protocol tests);
+#   4. a smoke run of every fuzz target (the wire decoders 60 s each, the others shorter);
+#   5. the Java conformance suite (tests/interop/run.sh): every scenario against the stock
+#      Java bookie, and against ours, checked against tests/interop/expected-pass.txt.
+# Environment knobs: SKIP_FUZZ=1, SKIP_INTEROP=1 (for local iteration only; CI sets neither),
+#   FUZZ_WIRE_SECONDS (60), FUZZ_OTHER_SECONDS (20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== cargo fmt --check"; cargo fmt --all -- --check
-echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
-echo "== cargo test"; cargo test --workspace
+start=$(date +%s)
+stage() { echo; echo "== [$(( $(date +%s) - start ))s] $*"; }
+
+stage "prerequisites"
+scripts/zk.sh install
+# Tests that need these must fail, not skip, here.
+export BK_REQUIRE_ZK=1 BK_REQUIRE_URING=1 BK_REQUIRE_LOOP=1
+
+stage "cargo fmt --check"
+cargo fmt --all -- --check
+
+stage "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+stage "cargo test"
+cargo test --workspace
+
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+    stage "fuzz smoke (wire decoders)"
+    FUZZ_SECONDS="${FUZZ_WIRE_SECONDS:-60}" scripts/fuzz-smoke.sh v2_request v3_request frame
+    stage "fuzz smoke (responses, journal, segments)"
+    FUZZ_SECONDS="${FUZZ_OTHER_SECONDS:-20}" scripts/fuzz-smoke.sh v2_response v3_response \
+        journal_record journal_replay segment_footer segment_index
+fi
+
+if [ "${SKIP_INTEROP:-0}" != 1 ]; then
+    stage "Java conformance suite"
+    tests/interop/run.sh --impl both
+fi
+stage "all tests passed"
