@@ -1,2 +1,47 @@
-//! The `bookie` binary.
-fn main() {}
+//! The `bookie` binary: parses flags and `bk_server.conf` (config module), then runs the
+//! bookie (`server::node::run`) on a multi-thread tokio runtime until SIGTERM/SIGINT.
+//!
+//! `bookie --conf bk_server.conf [flags]`, or with no file:
+//! `bookie --standalone --data-dir ./data` (journal and ledgers under one directory, no
+//! ZooKeeper). Exit code: 0 after an orderly shutdown, non-zero on start-up failure, lost
+//! registration or a fatal storage error.
+
+use clap::Parser;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let args = bookie::config::BookieArgs::parse();
+    let cfg = match bookie::config::BookieConfig::load(&args) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("bookie: configuration error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("bookie-io")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bookie: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = match runtime.block_on(bookie::server::node::run(cfg)) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!(error = %e, "bookie failed");
+            eprintln!("bookie: {e}");
+            1
+        }
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    std::process::exit(code);
+}

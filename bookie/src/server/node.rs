@@ -1,0 +1,345 @@
+//! The whole bookie process, in start-up and shutdown order (semantics.md §16), so that
+//! `main.rs` stays a few lines:
+//!
+//! 1. bookie id, cookie validation (ZooKeeper + directories; directories only when
+//!    standalone) — a failure aborts start-up;
+//! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
+//! 3. port bound, requests served; background flusher (flushInterval), disk-usage
+//!    monitor (diskCheckInterval -> read-only), GC (gcWaitTime; never when standalone);
+//! 4. registration in ZooKeeper (writable, or read-only when forced);
+//! 5. on SIGTERM/SIGINT: stop reading requests and drain the ones in flight, flush +
+//!    checkpoint, shut the journal and entry log down, unregister, exit 0. A lost
+//!    ZooKeeper registration or a fatal storage error exits non-zero.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::BookieConfig;
+use crate::handlers::{Bookie, BookieOptions};
+use crate::registration::{self, Registration};
+use crate::server::limits::LimitsConfig;
+use crate::server::{Server, ServerConfig};
+use crate::storage::real::{self, RealStorage, RealStorageConfig};
+use crate::storage::{exit_on_fatal, StorageError};
+
+/// Sub-directory the bookie owns inside every configured directory (Java layout).
+pub const CURRENT_DIR: &str = "current";
+
+/// Why the bookie stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("bookie id: {0}")]
+    BookieId(String),
+    #[error("cookie / registration: {0}")]
+    Registration(String),
+    #[error("storage: {0}")]
+    Storage(#[from] StorageError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// The settings the request path takes from the configuration.
+pub fn server_config(cfg: &BookieConfig) -> ServerConfig {
+    let ip = cfg
+        .listening_interface
+        .as_deref()
+        .and_then(|s| s.parse::<IpAddr>().ok())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let limits = LimitsConfig::from_stock(
+        cfg.max_adds_in_progress_limit.unwrap_or(0) as usize,
+        cfg.max_reads_in_progress_limit.unwrap_or(0) as usize,
+        cfg.max_pending_add_requests_per_thread as usize,
+        cfg.max_pending_read_requests_per_thread as usize,
+        0,
+    );
+    ServerConfig {
+        bind: SocketAddr::new(ip, cfg.bookie_port),
+        // Never below Pulsar's frame size: a stock broker sends 5,253,120-byte frames even
+        // when bk_server.conf keeps Java's 5 MiB default.
+        max_frame_bytes: (cfg.netty_max_frame_size_bytes as usize)
+            .max(bk_proto::frame::PULSAR_MAX_FRAME_BYTES),
+        tcp_nodelay: cfg.server_tcp_no_delay,
+        limits,
+        ..ServerConfig::default()
+    }
+}
+
+fn current(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter().map(|d| d.join(CURRENT_DIR)).collect()
+}
+
+/// Storage settings from the configuration.
+pub fn storage_config(cfg: &BookieConfig) -> RealStorageConfig {
+    let mut journal = bk_journal::JournalConfig {
+        group_bytes_max: cfg.journal_buffered_writes_threshold_bytes.max(4096) as usize,
+        group_records_max: cfg.journal_buffered_entries_threshold.unwrap_or(0) as usize,
+        queue_records_max: cfg.journal_queue_size.max(1) as usize,
+        ..bk_journal::JournalConfig::default()
+    };
+    if let Some(bytes) = cfg.journal_max_memory_size_bytes {
+        journal.in_flight_bytes_max = (bytes as usize).max(8 << 20);
+    }
+    let entry_log = bk_entrylog::EntryLogConfig {
+        write_cache_bytes: cfg.write_cache_max_size_bytes as usize,
+        read_cache_bytes: cfg.read_ahead_cache_max_size_bytes as usize,
+        readahead_entries: cfg.read_ahead_cache_batch_size as usize,
+        max_throttle: cfg.max_throttle_time,
+        disk_usage_threshold: cfg.disk_usage_threshold,
+        disk_usage_warn_threshold: cfg.disk_usage_warn_threshold,
+        disk_usage_lwm_threshold: cfg.disk_usage_lwm_threshold,
+        ..bk_entrylog::EntryLogConfig::default()
+    };
+    RealStorageConfig {
+        journal_dirs: current(&cfg.journal_dirs),
+        ledger_dirs: current(&cfg.ledger_dirs),
+        journal,
+        entry_log,
+        disk: bk_disk::DiskConfig::default(),
+    }
+}
+
+fn create_dirs(disk: &mut dyn bk_disk::Disk, dirs: &[PathBuf]) -> Result<(), NodeError> {
+    for d in dirs {
+        disk.create_dir_all(d)?;
+    }
+    Ok(())
+}
+
+/// Runs the bookie until a signal or a fatal error. Returns the process exit code.
+pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
+    let standalone = cfg.metadata_service.is_none();
+    let addr = registration::resolve_bookie_address(&cfg, cfg.bookie_port)
+        .map_err(|e| NodeError::BookieId(e.to_string()))?;
+    tracing::info!(bookie_id = %addr.bookie_id, standalone, "starting bookie");
+
+    let mut disk = bk_disk::open_disk(&bk_disk::DiskConfig::default())?.disk;
+    let storage_cfg = storage_config(&cfg);
+    create_dirs(disk.as_mut(), &storage_cfg.journal_dirs)?;
+    create_dirs(disk.as_mut(), &storage_cfg.ledger_dirs)?;
+
+    // 1. Cookies.
+    let registration = if standalone {
+        registration::check_cookies_standalone(&cfg, &addr, disk.as_mut())
+            .map_err(|e| NodeError::Registration(e.to_string()))?;
+        None
+    } else {
+        let reg = Registration::connect(&cfg, &addr)
+            .await
+            .map_err(|e| NodeError::Registration(e.to_string()))?;
+        reg.check_cookies(&cfg, &addr, disk.as_mut())
+            .await
+            .map_err(|e| NodeError::Registration(e.to_string()))?;
+        Some(reg)
+    };
+    drop(disk);
+
+    // 2. Storage (blocking: replay reads the journal).
+    let storage: Arc<RealStorage> = {
+        let sc = storage_cfg.clone();
+        let opened = tokio::task::spawn_blocking(move || real::open(&sc, exit_on_fatal()))
+            .await
+            .map_err(|e| NodeError::Fatal(format!("storage open task failed: {e}")))??;
+        tracing::info!(replayed = opened.replayed, "journal replayed");
+        Arc::new(opened)
+    };
+    let bookie = Bookie::new(
+        storage.store.clone(),
+        BookieOptions {
+            journal_explicit_lac: cfg.journal_format_version_to_write >= 6,
+            journal_write_data: cfg.journal_write_data,
+            max_batch_read_size: cfg.max_batch_read_size_bytes,
+            ledger_dirs: cfg.ledger_dirs.clone(),
+            read_only: cfg.force_read_only_bookie,
+        },
+    );
+
+    // 3. Serve.
+    let server = Server::start(bookie.clone(), server_config(&cfg)).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flusher = storage.store.spawn_flusher(
+        cfg.flush_interval.max(Duration::from_millis(100)),
+        Duration::from_millis(100),
+        stop.clone(),
+    )?;
+    let registration = registration.map(Arc::new);
+    let monitor = tokio::spawn(disk_monitor(
+        storage.clone(),
+        bookie.clone(),
+        registration.clone(),
+        cfg.disk_check_interval.max(Duration::from_millis(100)),
+        cfg.read_only_mode_enabled,
+    ));
+    let gc = registration.as_ref().map(|reg| {
+        tokio::spawn(gc_loop(
+            storage.clone(),
+            bookie.clone(),
+            reg.clone(),
+            cfg.gc_wait_time.max(Duration::from_secs(1)),
+        ))
+    });
+
+    // 4. Registration.
+    if let Some(reg) = &registration {
+        reg.register(bookie.is_read_only())
+            .await
+            .map_err(|e| NodeError::Registration(e.to_string()))?;
+    }
+    tracing::info!(addr = %server.local_addr(), "bookie ready");
+
+    // 5. Wait for a signal or a lost registration.
+    let mut exit_code = 0;
+    let mut fatal = registration.as_ref().map(|r| r.fatal());
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        reason = async {
+            match fatal.as_mut() {
+                Some(rx) => rx.wait_for(|r| r.is_some()).await.ok().and_then(|r| r.clone()),
+                None => std::future::pending().await,
+            }
+        } => {
+            tracing::error!(?reason, "registration lost; shutting down");
+            exit_code = 1;
+        }
+    }
+
+    bookie.set_read_only(true);
+    let drained = server.shutdown().await;
+    if !drained {
+        tracing::warn!("requests still in flight after the drain timeout");
+    }
+    monitor.abort();
+    if let Some(gc) = gc {
+        gc.abort();
+    }
+    stop.store(true, Ordering::Release);
+    let _ = tokio::task::spawn_blocking(move || flusher.join()).await;
+    let st = storage.clone();
+    match tokio::task::spawn_blocking(move || st.shutdown()).await {
+        Ok(Ok(())) => tracing::info!("storage flushed and checkpointed"),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "final flush failed");
+            exit_code = 70;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "final flush task failed");
+            exit_code = 70;
+        }
+    }
+    if let Some(reg) = &registration {
+        reg.shutdown().await;
+    }
+    Ok(exit_code)
+}
+
+/// Every `interval`: asks the entry log for the disk-usage mode and moves the bookie (and
+/// its registration) between writable and read-only (semantics.md §14).
+async fn disk_monitor(
+    storage: Arc<RealStorage>,
+    bookie: Arc<Bookie>,
+    registration: Option<Arc<Registration>>,
+    interval: Duration,
+    read_only_mode_enabled: bool,
+) {
+    let mut tick = tokio::time::interval(interval);
+    loop {
+        tick.tick().await;
+        let st = storage.clone();
+        let mode = tokio::task::spawn_blocking(move || {
+            st.entry_log.with_log(|log| log.check_disk_usage())
+        })
+        .await;
+        let read_only = match mode {
+            Ok(Some(Ok(bk_entrylog::StorageMode::ReadOnly))) => true,
+            Ok(Some(Ok(bk_entrylog::StorageMode::ReadWrite))) => false,
+            Ok(Some(Err(e))) => {
+                tracing::warn!(error = %e, "disk usage check failed");
+                continue;
+            }
+            _ => return,
+        };
+        if read_only && !read_only_mode_enabled {
+            tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
+            exit_on_fatal()("ledger directories full");
+        }
+        let was = bookie.is_read_only();
+        bookie.set_read_only(read_only);
+        let now = bookie.is_read_only();
+        if was != now {
+            tracing::warn!(read_only = now, "bookie mode changed by disk usage");
+            if let Some(reg) = &registration {
+                if let Err(e) = reg.set_read_only(now).await {
+                    tracing::error!(error = %e, "could not publish the mode change");
+                }
+            }
+        }
+    }
+}
+
+/// Garbage collection (semantics.md §15): local ledgers without metadata are deleted.
+/// The local snapshot (GC token) is taken before the ZooKeeper scan; a failed scan skips
+/// the round.
+async fn gc_loop(
+    storage: Arc<RealStorage>,
+    bookie: Arc<Bookie>,
+    registration: Arc<Registration>,
+    interval: Duration,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(token) = storage.entry_log.with_log(|log| log.begin_gc_scan()) else {
+            return;
+        };
+        let client = match registration.client() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "GC skipped: no ZooKeeper client");
+                continue;
+            }
+        };
+        let live =
+            match crate::gc_scan::scan_live_ledgers(&client, registration.ledgers_root()).await {
+                Ok(live) => live,
+                Err(e) => {
+                    tracing::warn!(error = %e, "GC skipped: ledger scan failed");
+                    continue;
+                }
+            };
+        let st = storage.clone();
+        let before: Vec<u64> = st
+            .entry_log
+            .with_log(|log| log.ledgers())
+            .unwrap_or_default();
+        let result = tokio::task::spawn_blocking(move || {
+            st.entry_log
+                .with_log(|log| log.gc(token, &|id| live.contains(id)))
+        })
+        .await;
+        match result {
+            Ok(Some(Ok(report))) => {
+                if report.deleted_ledgers > 0 {
+                    let after: std::collections::HashSet<u64> = storage
+                        .entry_log
+                        .with_log(|log| log.ledgers())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect();
+                    for id in before.into_iter().filter(|id| !after.contains(id)) {
+                        bookie.forget_ledger(id as i64);
+                    }
+                }
+                tracing::info!(?report, "GC round done");
+            }
+            Ok(Some(Err(e))) => tracing::warn!(error = %e, "GC failed"),
+            _ => return,
+        }
+    }
+}
