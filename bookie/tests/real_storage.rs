@@ -1,0 +1,188 @@
+//! The request path on the real journal + entry log (in-process, temp directories): the
+//! answers that depend on storage (ENOLEDGER vs ENOENTRY, last entry, fence state, master
+//! key conflicts, explicit LAC, list of entries, batch reads) match the in-memory double's.
+
+mod common;
+
+use std::sync::Arc;
+
+use bk_proto::v2::{ErrorCode, Flags};
+use bk_proto::v3::{self, RequestBody, StatusCode};
+use bookie::handlers::{Bookie, BookieOptions};
+use bookie::server::Server;
+use bookie::storage::real::{self, RealStorage, RealStorageConfig};
+use bookie::storage::FatalHandler;
+use bytes::Bytes;
+use common::*;
+
+fn config(dir: &std::path::Path) -> RealStorageConfig {
+    RealStorageConfig {
+        journal_dirs: vec![dir.join("journal")],
+        ledger_dirs: vec![dir.join("ledgers")],
+        journal: bk_journal::JournalConfig {
+            segment_bytes: 4 << 20,
+            ..Default::default()
+        },
+        entry_log: bk_entrylog::EntryLogConfig {
+            write_cache_bytes: 4 << 20,
+            read_cache_bytes: 1 << 20,
+            ..Default::default()
+        },
+        disk: bk_disk::DiskConfig {
+            kind: bk_disk::DiskKind::Syscall,
+            ..Default::default()
+        },
+    }
+}
+
+fn no_fatal() -> FatalHandler {
+    Arc::new(|reason: &str| panic!("fatal storage failure in test: {reason}"))
+}
+
+async fn start(dir: &std::path::Path) -> (Server, Arc<RealStorage>) {
+    for d in ["journal", "ledgers"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    let cfg = config(dir);
+    let storage = tokio::task::spawn_blocking(move || real::open(&cfg, no_fatal()))
+        .await
+        .unwrap()
+        .expect("storage opens");
+    let storage = Arc::new(storage);
+    let bookie = Bookie::new(
+        storage.store.clone(),
+        BookieOptions {
+            ledger_dirs: vec![dir.join("ledgers")],
+            ..BookieOptions::default()
+        },
+    );
+    let server = Server::start(bookie, loopback_config()).await.unwrap();
+    (server, storage)
+}
+
+async fn stop(server: Server, storage: Arc<RealStorage>) {
+    assert!(server.shutdown().await);
+    tokio::task::spawn_blocking(move || storage.shutdown())
+        .await
+        .unwrap()
+        .expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_dependent_answers_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, storage) = start(dir.path()).await;
+    let mut c = Client::connect(server.local_addr()).await;
+    assert_eq!(c.v2_read(1, 0).await.error, ErrorCode::NoLedger);
+    assert_eq!(c.v2_read(1, -1).await.error, ErrorCode::NoLedger);
+    for e in [0, 1, 2, 4] {
+        let r = c
+            .v2_add(Flags::NONE, key(), entry(1, e, e - 1, b"real"))
+            .await;
+        assert_eq!(r.error, ErrorCode::Ok);
+    }
+    assert_eq!(c.v2_read(1, 3).await.error, ErrorCode::NoEntry);
+    let r = c.v2_read(1, -1).await;
+    assert_eq!(
+        (r.error, r.entry_id, r.entry.clone()),
+        (ErrorCode::Ok, -1, entry(1, 4, 3, b"real"))
+    );
+    // Fence of an unknown ledger creates it: ENOENTRY, then adds are fenced.
+    assert_eq!(c.v2_fence(2, key()).await.error, ErrorCode::NoEntry);
+    assert_eq!(
+        c.v2_add(Flags::NONE, key(), entry(2, 0, -1, b"x"))
+            .await
+            .error,
+        ErrorCode::Fenced
+    );
+    assert_eq!(c.v2_read(2, 0).await.error, ErrorCode::NoEntry);
+    // Batch read stops at the gap.
+    c.v2_send(bk_proto::v2::Request::BatchReadEntry(
+        bk_proto::v2::BatchReadRequest {
+            version: 2,
+            flags: Flags::NONE,
+            ledger_id: 1,
+            start_entry_id: 0,
+            request_id: 5,
+            max_count: 0,
+            max_size: 1 << 20,
+            master_key: None,
+        },
+    ))
+    .await;
+    match c.v2_recv().await {
+        bk_proto::v2::Response::BatchReadEntry(r) => assert_eq!(r.entries.len(), 3),
+        other => panic!("{other:?}"),
+    }
+    // v3: list of entries, explicit LAC, maxLAC.
+    let mut c3 = Client::connect(server.local_addr()).await;
+    let r = c3
+        .v3_call(
+            None,
+            RequestBody::GetListOfEntriesOfLedger(v3::GetListOfEntriesOfLedgerRequest {
+                ledger_id: 1,
+            }),
+        )
+        .await;
+    let groups = bk_proto::availability::decode_availability(
+        &r.get_list_of_entries_of_ledger_response
+            .unwrap()
+            .availability_of_entries_of_ledger
+            .unwrap(),
+    )
+    .unwrap();
+    for e in 0..6 {
+        assert_eq!(
+            bk_proto::availability::is_entry_available(&groups, e),
+            [0, 1, 2, 4].contains(&e)
+        );
+    }
+    let lac = bk_proto::DigestManager::new(bk_proto::DigestType::Crc32c, b"").build_lac_body(1, 3);
+    let r = c3
+        .v3_call(
+            None,
+            RequestBody::WriteLac(v3::WriteLacRequest {
+                ledger_id: 1,
+                lac: 3,
+                master_key: Bytes::copy_from_slice(&key().0),
+                body: lac.clone(),
+            }),
+        )
+        .await;
+    assert_eq!(v3_status(&r), StatusCode::Eok);
+    let r = c3.v3_read(1, 0).await;
+    assert_eq!(r.read_response.unwrap().max_lac, Some(3));
+    stop(server, storage).await;
+
+    // Restart on the same directories: everything is back, answered the same way.
+    let (server, storage) = start(dir.path()).await;
+    let mut c = Client::connect(server.local_addr()).await;
+    let r = c.v2_read(1, 2).await;
+    assert_eq!(
+        (r.error, r.entry.clone()),
+        (ErrorCode::Ok, entry(1, 2, 1, b"real"))
+    );
+    assert_eq!(c.v2_read(1, 3).await.error, ErrorCode::NoEntry);
+    assert_eq!(
+        c.v2_add(Flags::NONE, key(), entry(2, 0, -1, b"x"))
+            .await
+            .error,
+        ErrorCode::Fenced
+    );
+    // First write after restart with a different key: stored-key conflict -> EIO.
+    assert_eq!(
+        c.v2_add(Flags::NONE, other_key(), entry(1, 5, 4, b"x"))
+            .await
+            .error,
+        ErrorCode::Io
+    );
+    let mut c3 = Client::connect(server.local_addr()).await;
+    let r = c3
+        .v3_call(
+            None,
+            RequestBody::ReadLac(v3::ReadLacRequest { ledger_id: 1 }),
+        )
+        .await;
+    assert_eq!(r.read_lac_response.unwrap().lac_body, Some(lac));
+    stop(server, storage).await;
+}
