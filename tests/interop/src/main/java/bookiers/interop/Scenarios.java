@@ -477,13 +477,12 @@ final class Scenarios {
         for (Thread t : killers) {
             t.join();
         }
-        long ackedAtKill = acked.get();
         stop.set(true);
         submitter.join(10_000);
-        wbk.close(); // fails whatever is still pending; no ack can arrive from dead bookies
+        // Responses already read from the sockets may still complete after the kill; close()
+        // fails whatever is pending, after which the acknowledged set is final.
+        wbk.close();
         long lastAcked = acked.get();
-        Check.isTrue("acks after every bookie was dead", lastAcked == ackedAtKill,
-                "ack count moved from " + ackedAtKill + " to " + lastAcked + " after all bookies were killed");
         if (orderError.get() != null) {
             throw new Check.Failure(orderError.get());
         }

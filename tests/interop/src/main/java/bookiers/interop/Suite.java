@@ -110,7 +110,8 @@ public final class Suite {
         }
         double total = (System.nanoTime() - t0) / 1e9;
         boolean ok = report(results, total);
-        if (ok && !keep) {
+        boolean anyFailure = results.stream().anyMatch(r -> !r.passed());
+        if (!anyFailure && !keep) {
             deleteTree(runDir);
         } else {
             System.out.println("run dir kept (bookie logs, confs, shell output): " + runDir);
