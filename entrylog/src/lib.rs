@@ -772,11 +772,19 @@ impl Shared {
                         .wait_for(&mut g, wait.max(Duration::from_millis(1)));
                 }
             }
+            let started = Instant::now();
             let mut disk = self.flush_lock.lock();
             let r = self
                 .flush_flushing(disk.as_mut())
                 .and_then(|_| self.persist_state_with(disk.as_mut(), false));
             drop(disk);
+            match &r {
+                Ok(()) => {
+                    M::add(&self.metrics.flush_count, 1);
+                    self.metrics.flush_latency.record(started.elapsed());
+                }
+                Err(_) => M::add(&self.metrics.flush_failures, 1),
+            }
             let mut g = self.inner.lock();
             g.flusher_backoff_until = match r {
                 Ok(()) => None,

@@ -1,0 +1,292 @@
+//! entrylog_bench: throughput and latency of bk-entrylog on a real directory.
+//!
+//! Shapes (each printed as one line):
+//! - flush throughput: 64 KiB and 5 MiB entries added then `flush()`ed (MB/s, wall
+//!   time from the first add to the durable flush, background flushes included);
+//! - cold random reads: 4 KiB entries read at random by 32 threads (queue depth 32,
+//!   O_DIRECT so the page cache does not help), IOPS and p50/p99;
+//! - sequential catch-up: one reader walking a ledger of 1 KiB and of 64 KiB
+//!   entries from a freshly opened log (read-ahead into the read cache), entries/s, MB/s;
+//! - GC: dropping 16,000 ledgers (time of `gc`);
+//! - peak RSS (VmHWM) against the configured cache sizes.
+//!
+//! Usage: `entrylog_bench [--dir DIR] [--scale F] [--backend uring|syscall|auto]`.
+//! DIR must be on the file system to measure; the bench creates and removes
+//! `DIR/entrylog-bench`. `--scale` multiplies data sizes (default 1 = 256 MiB written
+//! per flush shape); keep it small on shared machines.
+
+use bk_disk::{open_disk, DiskConfig, DiskKind};
+use bk_entrylog::{Bytes, DiskFactory, EntryLog, EntryLogConfig, EntrySelector};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    dir: PathBuf,
+    scale: f64,
+    kind: DiskKind,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        dir: PathBuf::from("."),
+        scale: 1.0,
+        kind: DiskKind::Auto,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
+        match k.as_str() {
+            "--dir" => a.dir = PathBuf::from(val()?),
+            "--scale" => a.scale = val()?.parse().map_err(|e| format!("--scale: {e}"))?,
+            "--backend" => a.kind = val()?.parse()?,
+            _ => {
+                return Err(
+                    "usage: entrylog_bench [--dir DIR] [--scale F] [--backend uring|syscall|auto]"
+                        .into(),
+                )
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn config() -> EntryLogConfig {
+    EntryLogConfig {
+        write_cache_bytes: 64 << 20,
+        read_cache_bytes: 64 << 20,
+        readahead_entries: 1000,
+        readahead_bytes: 4 << 20,
+        readers: 32,
+        direct_io: true,
+        ..EntryLogConfig::default()
+    }
+}
+
+fn factory(kind: DiskKind) -> DiskFactory {
+    Arc::new(move || {
+        open_disk(&DiskConfig {
+            kind,
+            ..DiskConfig::default()
+        })
+        .map(|o| o.disk)
+    })
+}
+
+fn payload(ledger: u64, entry: u64, len: usize) -> Bytes {
+    let mut v = vec![0u8; len.max(24)];
+    v[0..8].copy_from_slice(&(ledger as i64).to_be_bytes());
+    v[8..16].copy_from_slice(&(entry as i64).to_be_bytes());
+    v[16..24].copy_from_slice(&(entry as i64 - 1).to_be_bytes());
+    let mut x = ledger.wrapping_mul(31).wrapping_add(entry) | 1;
+    for b in v[24..].iter_mut().step_by(64) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    Bytes::from(v)
+}
+
+fn fresh_dir(root: &Path, name: &str) -> PathBuf {
+    let d = root.join("entrylog-bench").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn open(dir: &Path, kind: DiskKind) -> Result<EntryLog, String> {
+    EntryLog::open(vec![dir.to_path_buf()], config(), factory(kind)).map_err(|e| e.to_string())
+}
+
+fn fill(log: &EntryLog, ledgers: u64, count: u64, len: usize) -> Result<u64, String> {
+    let mut bytes = 0;
+    for e in 0..count {
+        let l = e % ledgers;
+        let p = payload(l, e / ledgers, len);
+        bytes += p.len() as u64;
+        log.add_entry(l, e / ledgers, p)
+            .map_err(|e| e.to_string())?;
+    }
+    log.flush().map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+fn bench_flush(a: &Args, len: usize) -> Result<(), String> {
+    let dir = fresh_dir(&a.dir, &format!("flush-{len}"));
+    let log = open(&dir, a.kind)?;
+    let total = (256.0 * a.scale * (1 << 20) as f64) as u64;
+    let count = (total / len as u64).max(4);
+    let t = Instant::now();
+    let bytes = fill(&log, 8, count, len)?;
+    let secs = t.elapsed().as_secs_f64();
+    let m = log.metrics();
+    println!(
+        "flush {:>8} B entries: {count} entries, {:.1} MiB in {secs:.2}s = {:.1} MB/s ({} flushes, p50 flush {} us)",
+        len,
+        bytes as f64 / (1 << 20) as f64,
+        bytes as f64 / secs / 1e6,
+        m.flush_count.load(Ordering::Relaxed),
+        m.flush_latency.quantile_us(0.5)
+    );
+    drop(log);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn bench_random_reads(a: &Args) -> Result<(), String> {
+    let dir = fresh_dir(&a.dir, "random-4k");
+    let count = ((64.0 * a.scale * (1 << 20) as f64) as u64 / 4096).max(1024);
+    {
+        let log = open(&dir, a.kind)?;
+        fill(&log, 16, count, 4096)?;
+    }
+    let log = Arc::new(open(&dir, a.kind)?);
+    let per_ledger = count / 16;
+    let done = Arc::new(AtomicU64::new(0));
+    let dur = Duration::from_secs_f64((3.0 * a.scale).clamp(1.0, 10.0));
+    let t = Instant::now();
+    let mut threads = Vec::new();
+    for th in 0..32u64 {
+        let (log, done) = (log.clone(), done.clone());
+        threads.push(std::thread::spawn(move || -> Result<Vec<u32>, String> {
+            let mut x = th * 7919 + 1;
+            let mut lat = Vec::new();
+            while t.elapsed() < dur {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let l = x % 16;
+                let e = (x >> 8) % per_ledger;
+                let s = Instant::now();
+                log.get_entry(l, EntrySelector::Id(e))
+                    .map_err(|e| e.to_string())?;
+                lat.push(s.elapsed().as_micros() as u32);
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(lat)
+        }));
+    }
+    let mut lat = Vec::new();
+    for h in threads {
+        lat.extend(h.join().map_err(|_| "reader panicked")??);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let q = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    println!(
+        "random 4 KiB reads, QD32: {} reads in {secs:.2}s = {:.0} IOPS, p50 {} us, p99 {} us (read cache hits {})",
+        lat.len(),
+        lat.len() as f64 / secs,
+        q(0.5),
+        q(0.99),
+        log.metrics().read_cache_hits.load(Ordering::Relaxed)
+    );
+    drop(log);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn bench_catch_up(a: &Args, len: usize) -> Result<(), String> {
+    let dir = fresh_dir(&a.dir, &format!("catchup-{len}"));
+    let count = ((64.0 * a.scale * (1 << 20) as f64) as u64 / len as u64).max(1000);
+    {
+        let log = open(&dir, a.kind)?;
+        fill(&log, 1, count, len)?;
+    }
+    let log = open(&dir, a.kind)?;
+    let t = Instant::now();
+    let mut bytes = 0u64;
+    for e in 0..count {
+        bytes += log
+            .get_entry(0, EntrySelector::Id(e))
+            .map_err(|e| e.to_string())?
+            .len() as u64;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let m = log.metrics();
+    println!(
+        "catch-up {:>6} B entries: {count} entries in {secs:.2}s = {:.0} entries/s, {:.1} MB/s (read-ahead batches {}, cache hits {})",
+        len,
+        count as f64 / secs,
+        bytes as f64 / secs / 1e6,
+        m.readahead_batch_count.load(Ordering::Relaxed),
+        m.read_cache_hits.load(Ordering::Relaxed)
+    );
+    drop(log);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn bench_gc(a: &Args) -> Result<(), String> {
+    let dir = fresh_dir(&a.dir, "gc");
+    let log = open(&dir, a.kind)?;
+    for l in 0..16_000u64 {
+        log.set_master_key(l, &[1; 20]).map_err(|e| e.to_string())?;
+        for e in 0..4 {
+            log.add_entry(l, e, payload(l, e, 100))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    log.flush().map_err(|e| e.to_string())?;
+    let token = log.begin_gc_scan();
+    let t = Instant::now();
+    let rep = log.gc(token, &|_| false).map_err(|e| e.to_string())?;
+    println!(
+        "gc: dropped {} ledgers in {:.1} ms ({} segments removed, {} bytes reclaimed)",
+        rep.deleted_ledgers,
+        t.elapsed().as_secs_f64() * 1e3,
+        rep.removed_segments,
+        rep.reclaimed_bytes
+    );
+    drop(log);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let run = || -> Result<(), String> {
+        bench_flush(&a, 64 << 10)?;
+        bench_flush(&a, 5 << 20)?;
+        bench_random_reads(&a)?;
+        bench_catch_up(&a, 1 << 10)?;
+        bench_catch_up(&a, 64 << 10)?;
+        bench_gc(&a)?;
+        let c = config();
+        println!(
+            "peak RSS {} MiB; configured write cache {} MiB + read cache {} MiB (+ one 64 MiB max entry)",
+            peak_rss_kib() / 1024,
+            c.write_cache_bytes >> 20,
+            c.read_cache_bytes >> 20
+        );
+        Ok(())
+    };
+    let r = run();
+    let _ = std::fs::remove_dir_all(a.dir.join("entrylog-bench"));
+    if let Err(e) = r {
+        eprintln!("entrylog_bench failed: {e}");
+        std::process::exit(1);
+    }
+}
