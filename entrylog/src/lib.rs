@@ -841,10 +841,13 @@ impl Shared {
         r
     }
 
-    /// Picks the directory for a new segment: not full, most free space.
+    /// Picks the directory for a new segment: not full, most free space at the last
+    /// check; ties rotate with the segment id so equal directories share the load.
     fn pick_dir(g: &Inner) -> usize {
-        let mut best = 0;
-        for i in 0..g.dir_states.len() {
+        let n = g.dir_states.len();
+        let first = (g.next_segment_id % n as u64) as usize;
+        let mut best = first;
+        for i in (first..n).chain(0..first) {
             let better_state = (g.dir_states[i] != DirState::Full) as u8
                 > (g.dir_states[best] != DirState::Full) as u8;
             let same_state =
@@ -1240,7 +1243,8 @@ impl Shared {
             let file = match r.files.get(&seg) {
                 Some(f) => *f,
                 None => {
-                    if r.files.len() >= 1024 {
+                    // Bound open files: all readers together keep about 512.
+                    if r.files.len() >= (512 / self.readers.len()).max(16) {
                         for (_, f) in r.files.drain() {
                             let _ = r.disk.close(f);
                         }

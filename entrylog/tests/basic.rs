@@ -244,3 +244,47 @@ fn concurrent_readers_during_adds_flushes_and_compaction() {
     let total: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(total > 100, "readers made progress: {total}");
 }
+
+#[test]
+fn several_directories_share_segments_and_state() {
+    let fs = SimFs::new(7);
+    let two = vec![
+        std::path::PathBuf::from("/d0/current"),
+        std::path::PathBuf::from("/d1/current"),
+    ];
+    let log = EntryLog::open(two.clone(), small_config(), sim_factory(&fs)).unwrap();
+    for round in 0..6u64 {
+        for e in 0..10 {
+            let id = round * 10 + e;
+            log.add_entry(round % 2, id, entry(round % 2, id, -1, 300, id))
+                .unwrap();
+        }
+        log.flush().unwrap();
+    }
+    log.set_fenced(1).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    fs.crash();
+    let segs = |d: &std::path::Path| {
+        fs.durable_list_dir(d)
+            .unwrap()
+            .iter()
+            .filter(|n| n.to_string_lossy().ends_with(".seg"))
+            .count()
+    };
+    assert!(
+        segs(&two[0]) > 0 && segs(&two[1]) > 0,
+        "segments spread over both directories"
+    );
+    let log = EntryLog::open(two, small_config(), sim_factory(&fs)).unwrap();
+    assert!(log.is_fenced(1).unwrap());
+    for round in 0..6u64 {
+        for e in 0..10 {
+            let id = round * 10 + e;
+            assert_eq!(
+                log.get_entry(round % 2, EntrySelector::Id(id)).unwrap(),
+                entry(round % 2, id, -1, 300, id)
+            );
+        }
+    }
+}
