@@ -288,3 +288,48 @@ fn several_directories_share_segments_and_state() {
         }
     }
 }
+
+#[test]
+fn five_mib_entries_with_a_sixteen_mib_cache() {
+    let fs = SimFs::new(8);
+    let mut cfg = small_config();
+    cfg.write_cache_bytes = 16 << 20;
+    let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).unwrap();
+    for e in 0..6u64 {
+        log.add_entry(4, e, entry(4, e, e as i64 - 1, 5 << 20, e)).unwrap();
+    }
+    log.flush().unwrap();
+    for e in 0..6u64 {
+        assert_eq!(
+            log.get_entry(4, EntrySelector::Id(e)).unwrap(),
+            entry(4, e, e as i64 - 1, 5 << 20, e)
+        );
+    }
+    assert!(matches!(
+        log.add_entry(4, 9, bytes::Bytes::from(vec![0u8; 64 * 1024 * 1024 + 1])),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn a_corrupt_finished_segment_stops_start_up() {
+    let fs = SimFs::new(9);
+    let log = open(&fs);
+    log.add_entry(1, 0, entry(1, 0, -1, 10, 0)).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let seg = fs
+        .durable_list_dir(&dirs()[0])
+        .unwrap()
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".seg"))
+        .unwrap();
+    let path = dirs()[0].join(seg);
+    let len = fs.durable_contents(&path).unwrap().len() as u64;
+    fs.flip_bit(&path, len - 30, 1).unwrap(); // inside the trailer
+    match EntryLog::open(dirs(), small_config(), sim_factory(&fs)) {
+        Err(Error::Corruption { path: p, .. }) => assert_eq!(p, path),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a corrupt segment was accepted"),
+    }
+}
