@@ -153,61 +153,82 @@ impl Committer {
     }
 
     pub(crate) fn run(mut self) {
-        loop {
-            for _ in 0..DRAIN_MAX {
-                match self.rx.try_recv() {
-                    Ok(m) => self.handle(m),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        self.begin_shutdown();
-                        break;
-                    }
+        while self.turn(true) {}
+        self.finish();
+    }
+
+    /// True when nothing is pending, in flight or queued (channel empty).
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.in_flight.is_none()
+            && self.gc.is_idle()
+            && self.checkpoints.is_empty()
+            && self.rx.is_empty()
+    }
+
+    /// One turn of the committer loop. With `block`, waits for work when there is
+    /// none; without, returns instead. Returns false once shut down and drained.
+    pub(crate) fn turn(&mut self, block: bool) -> bool {
+        for _ in 0..DRAIN_MAX {
+            match self.rx.try_recv() {
+                Ok(m) => self.handle(m),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.begin_shutdown();
+                    break;
                 }
-            }
-            if self.in_flight.is_none() {
-                self.run_checkpoints();
-                if let Some(gw) = self.gc.poll(Instant::now()) {
-                    self.submit_group(gw);
-                }
-            }
-            self.deliver_acks();
-            if self.in_flight.is_some() {
-                let completions = self.disk.reap(1);
-                for c in completions {
-                    self.on_completion(c);
-                }
-                self.deliver_acks();
-                continue;
-            }
-            if self.shutdown && self.gc.is_idle() && self.checkpoints.is_empty() {
-                break;
-            }
-            if self.gc.is_idle() && !self.shutdown {
-                self.maybe_make_spare();
-            }
-            // Nothing in flight: wait for a message (or the held group's deadline).
-            let msg = match self.gc.next_deadline() {
-                Some(deadline) => match self.rx.recv_deadline(deadline) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        self.begin_shutdown();
-                        None
-                    }
-                },
-                None if self.gc.is_idle() => match self.rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => {
-                        self.begin_shutdown();
-                        None
-                    }
-                },
-                None => None,
-            };
-            if let Some(m) = msg {
-                self.handle(m);
             }
         }
+        if self.in_flight.is_none() {
+            self.run_checkpoints();
+            if let Some(gw) = self.gc.poll(Instant::now()) {
+                self.submit_group(gw);
+            }
+        }
+        self.deliver_acks();
+        if self.in_flight.is_some() {
+            let completions = self.disk.reap(1);
+            for c in completions {
+                self.on_completion(c);
+            }
+            self.deliver_acks();
+            return true;
+        }
+        if self.shutdown && self.gc.is_idle() && self.checkpoints.is_empty() {
+            return false;
+        }
+        if self.gc.is_idle() && !self.shutdown {
+            self.maybe_make_spare();
+        }
+        if !block {
+            return true;
+        }
+        // Nothing in flight: wait for a message (or the held group's deadline).
+        let msg = match self.gc.next_deadline() {
+            Some(deadline) => match self.rx.recv_deadline(deadline) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.begin_shutdown();
+                    None
+                }
+            },
+            None if self.gc.is_idle() => match self.rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => {
+                    self.begin_shutdown();
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some(m) = msg {
+            self.handle(m);
+        }
+        true
+    }
+
+    /// Closes the open segment (end of the thread).
+    pub(crate) fn finish(&mut self) {
         if let Some((_, f)) = self.current.take() {
             if let Err(e) = self.disk.close(f) {
                 tracing::warn!(dir = %self.dir.display(), "closing journal segment at shutdown: {e}");

@@ -259,6 +259,16 @@ pub struct AppendFuture {
 }
 
 impl AppendFuture {
+    /// The result if it is already there (non-blocking; for drivers of
+    /// [`Journal::open_manual`]). After it returned Some, the future is spent.
+    pub fn try_result(&mut self) -> Option<Result<Seq, JournalError>> {
+        match self.rx.try_recv() {
+            Ok(r) => Some(r),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(JournalError::ShutDown)),
+        }
+    }
+
     fn ready(r: Result<Seq, JournalError>) -> AppendFuture {
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(r);
@@ -309,6 +319,39 @@ pub struct Journal {
     config: JournalConfig,
 }
 
+/// The committer of one journal directory when the caller drives it
+/// ([`Journal::open_manual`]).
+pub struct Driver(Committer);
+
+impl Driver {
+    /// One non-blocking turn: take queued messages, cut/submit a group when the
+    /// device is free, reap one completion when a group is in flight, send acks.
+    pub fn turn(&mut self) {
+        self.0.turn(false);
+    }
+
+    /// Turns until nothing is queued, pending or in flight (at most `max_turns`).
+    pub fn run_until_quiet(&mut self, max_turns: usize) {
+        for _ in 0..max_turns {
+            self.0.turn(false);
+            if self.0.is_quiet() {
+                return;
+            }
+        }
+    }
+
+    /// Nothing queued, pending or in flight.
+    pub fn is_quiet(&self) -> bool {
+        self.0.is_quiet()
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
 /// What `open_dir` hands to the committer thread.
 struct Opened {
     replay: DirReplay,
@@ -333,6 +376,32 @@ impl Journal {
         disks: DiskFactory,
         visit: &mut dyn FnMut(&ReplayedRecord) -> Result<(), String>,
     ) -> Result<(Journal, Replay), JournalError> {
+        let (j, r, drivers) = Self::open_inner(dirs, config, disks, visit, true)?;
+        debug_assert!(drivers.is_empty());
+        Ok((j, r))
+    }
+
+    /// Like [`Journal::open`] but starts no thread: the caller runs each journal's
+    /// committer by calling [`Driver::turn`]. For deterministic simulation tests
+    /// (with a simulated disk, one thread drives everything, so a seed replays
+    /// exactly). The blocking calls (`append_blocking`, `mark_blocking`, ...) would
+    /// wait forever unless another thread turns the drivers.
+    pub fn open_manual(
+        dirs: &[PathBuf],
+        config: JournalConfig,
+        disks: DiskFactory,
+        visit: &mut dyn FnMut(&ReplayedRecord) -> Result<(), String>,
+    ) -> Result<(Journal, Replay, Vec<Driver>), JournalError> {
+        Self::open_inner(dirs, config, disks, visit, false)
+    }
+
+    fn open_inner(
+        dirs: &[PathBuf],
+        config: JournalConfig,
+        disks: DiskFactory,
+        visit: &mut dyn FnMut(&ReplayedRecord) -> Result<(), String>,
+        threads: bool,
+    ) -> Result<(Journal, Replay, Vec<Driver>), JournalError> {
         config.validate()?;
         if dirs.is_empty() {
             return Err(JournalError::InvalidInput("no journal directory".into()));
@@ -344,6 +413,7 @@ impl Journal {
         }
         let mut replay = Replay::default();
         let mut handles = Vec::with_capacity(dirs.len());
+        let mut drivers = Vec::new();
         for (i, o) in opened.into_iter().enumerate() {
             replay.dirs.push(o.replay.clone());
             let metrics = Arc::new(JournalMetrics::default());
@@ -379,15 +449,22 @@ impl Journal {
                 metrics.clone(),
                 config.direct_io,
             );
-            let thread = std::thread::Builder::new()
-                .name(format!("journal-{i}"))
-                .spawn(move || committer.run())
-                .map_err(|e| JournalError::io("spawn committer thread", &dirs[i], e))?;
+            let thread = if threads {
+                Some(
+                    std::thread::Builder::new()
+                        .name(format!("journal-{i}"))
+                        .spawn(move || committer.run())
+                        .map_err(|e| JournalError::io("spawn committer thread", &dirs[i], e))?,
+                )
+            } else {
+                drivers.push(Driver(committer));
+                None
+            };
             handles.push(DirHandle {
                 dir: dirs[i].clone(),
                 admission,
                 tx,
-                thread: Some(thread),
+                thread,
                 metrics,
             });
         }
@@ -397,6 +474,7 @@ impl Journal {
                 config,
             },
             replay,
+            drivers,
         ))
     }
 
@@ -710,10 +788,27 @@ fn open_dir(
         })
     };
     let walked = replay::walk(d, index, &mut segs, journal_id, mark, &mut visit_rec);
+    // Make what replay handed out durable before anything new is written after it
+    // (see `resync_last_group`): the last group (when it matters, i.e. it holds
+    // records above the mark) and the checkpoint file itself (its rename may not
+    // have been synced by a life that stopped on a failed sync).
+    let resynced = match &walked {
+        Ok(w) => match w.last_group {
+            Some((k, off, len)) if segs[k].last_seq.is_some_and(|l| l > mark) => {
+                replay::resync_last_group(d, &mut segs[k], off, len, config.direct_io)
+            }
+            _ => Ok(()),
+        },
+        Err(_) => Ok(()),
+    };
     for s in &mut segs {
         s.close(d);
     }
     let w = walked?;
+    resynced?;
+    if !created {
+        replay::write_checkpoint(d, dir, ckpt, config.direct_io)?;
+    }
 
     let mut files = SegmentFiles {
         dir: dir.to_path_buf(),

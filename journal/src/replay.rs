@@ -162,7 +162,8 @@ impl SegFile {
             .is_some_and(|c| off >= self.cache_off && end <= self.cache_off + c.len() as u64);
         if !covered {
             let start = off - off % SECTOR as u64;
-            let want = round_up(((end - start) as usize).max(READ_CHUNK), SECTOR);
+            let to_eof = round_up((self.len - start) as usize, SECTOR);
+            let want = round_up(((end - start) as usize).max(READ_CHUNK.min(to_eof)), SECTOR);
             let mut buf = match self.cache.take() {
                 Some(b) if b.capacity() >= want => b,
                 _ => AlignedBuf::with_capacity(want),
@@ -269,6 +270,8 @@ fn try_group(
 /// The result of walking one directory's segments.
 pub(crate) struct Walk {
     pub last_seq: Seq,
+    /// The last valid group: (index in `segs`, offset, padded length).
+    pub last_group: Option<(usize, u64, u64)>,
     /// Highest seq any plausible header claimed (torn groups included).
     pub highest_claimed: Seq,
     pub end: LogPosition,
@@ -291,6 +294,7 @@ pub(crate) fn walk(
 ) -> Result<Walk, JournalError> {
     let mut w = Walk {
         last_seq: mark,
+        last_group: None,
         highest_claimed: mark,
         end: LogPosition {
             segment: segs.first().map(|s| s.id).unwrap_or(0),
@@ -349,6 +353,7 @@ pub(crate) fn walk(
                     }
                     last = Seq(g.header.last_seq());
                     segs[cur].last_seq = Some(last);
+                    w.last_group = Some((cur, pos, g.header.padded_len()));
                     pos += g.header.padded_len();
                     continue;
                 }
@@ -425,6 +430,55 @@ pub(crate) fn walk(
     w.last_seq = last;
     w.bytes_read = read;
     Ok(w)
+}
+
+/// Writes the last valid group again, in place with the same bytes, and syncs it.
+///
+/// Why: after a failed fdatasync Linux marks the dirty pages clean ("fsyncgate"), so
+/// a restart without a machine crash can read a group that is not durable and will
+/// never become durable by another fsync. If writing resumed after it, a later
+/// crash would lose it and leave a chain that points at it, which replay must call
+/// corruption. Rewriting it (same bytes: nothing acknowledged changes) and syncing
+/// makes what replay handed out durable before anything is written after it. Only
+/// the last group can be in that state: a failed sync stops the journal.
+pub(crate) fn resync_last_group(
+    disk: &mut dyn Disk,
+    seg: &mut SegFile,
+    offset: u64,
+    len: u64,
+    direct: bool,
+) -> Result<(), JournalError> {
+    let mut read = 0u64;
+    let bytes = seg.get(disk, offset, len as usize, &mut read)?;
+    if bytes.len() as u64 != len {
+        return Err(JournalError::io(
+            "re-read last group",
+            &seg.path,
+            std::io::Error::other("short read of a group replay just read"),
+        ));
+    }
+    let mut buf = AlignedBuf::with_capacity(len as usize);
+    let ok = buf.extend_from_slice(bytes);
+    debug_assert!(ok);
+    let opts = OpenOptions {
+        create: false,
+        create_new: false,
+        write: true,
+        direct,
+    };
+    let file = disk
+        .open(&seg.path, opts)
+        .map_err(|e| JournalError::io("open segment to resync", &seg.path, e))?;
+    let r = crate::segments::run_checked(
+        disk,
+        Op::WriteDatasync { file, offset, buf },
+        "rewrite+fdatasync last group",
+        &seg.path,
+    );
+    let closed = disk.close(file);
+    r?;
+    closed.map_err(|e| JournalError::io("close segment", &seg.path, e))?;
+    Ok(())
 }
 
 /// The first plausible header with `first_seq > last` strictly after (cur, pos):

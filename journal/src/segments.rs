@@ -123,10 +123,11 @@ impl SegmentFiles {
             "fallocate segment",
             path,
         )?;
-        let mut buf = AlignedBuf::with_capacity(ZERO_CHUNK);
+        let chunk = ZERO_CHUNK.min(self.segment_bytes as usize);
+        let mut buf = AlignedBuf::with_capacity(chunk);
         let mut off = 0u64;
         while off < self.segment_bytes {
-            let n = ((self.segment_bytes - off) as usize).min(ZERO_CHUNK);
+            let n = ((self.segment_bytes - off) as usize).min(chunk);
             buf.set_len(n);
             buf.as_mut_slice().fill(0);
             let back = run_checked(
@@ -139,7 +140,7 @@ impl SegmentFiles {
                 "zero-fill segment",
                 path,
             )?;
-            buf = back.unwrap_or_else(|| AlignedBuf::with_capacity(ZERO_CHUNK));
+            buf = back.unwrap_or_else(|| AlignedBuf::with_capacity(chunk));
             off += n as u64;
         }
         run_checked(disk, Op::Fdatasync { file }, "fdatasync new segment", path)?;

@@ -5,7 +5,9 @@
 //! `prev_seq`.
 
 use bk_disk::SECTOR;
-use bk_journal::commit::{CommitError, GroupCommit, GroupCommitConfig, GroupWrite, LogPosition, Start};
+use bk_journal::commit::{
+    CommitError, GroupCommit, GroupCommitConfig, GroupWrite, LogPosition, Start,
+};
 use bk_journal::format::{decode_group_records, GroupHeader};
 use bk_journal::{Record, RecordKind, Seq};
 use bytes::Bytes;
@@ -38,7 +40,10 @@ fn config() -> impl Strategy<Value = GroupCommitConfig> {
         prop_oneof![Just(16 * 1024u64), Just(64 * 1024u64)],
         1usize..20_000,
         0usize..6,
-        prop_oneof![Just(None), (1u64..3).prop_map(|ms| Some(Duration::from_millis(ms)))],
+        prop_oneof![
+            Just(None),
+            (1u64..3).prop_map(|ms| Some(Duration::from_millis(ms)))
+        ],
     )
         .prop_map(|(seg, bytes_max, recs_max, wait)| GroupCommitConfig {
             journal_id: 0xabcdef,
@@ -110,15 +115,24 @@ impl Harness {
                     assert!(!self.failed, "Ok ack after a failure");
                     assert!(at_completion, "record acked outside a completion");
                     assert_eq!(*s, seq);
-                    assert!(seq <= self.durable, "ack of {seq:?} before durable {:?}", self.durable);
+                    assert!(
+                        seq <= self.durable,
+                        "ack of {seq:?} before durable {:?}",
+                        self.durable
+                    );
                 }
                 (Ok(s), Kind::Barrier) => {
                     assert!(!self.failed, "Ok barrier after a failure");
-                    assert!(*s <= self.durable || *s <= Seq(8), "barrier {s:?} ahead of durable");
+                    assert!(
+                        *s <= self.durable || *s <= Seq(8),
+                        "barrier {s:?} ahead of durable"
+                    );
                 }
                 (Ok(_), Kind::Rejected) => panic!("a rejected append acked Ok"),
                 (Err(CommitError::TooLarge { .. }), Kind::Rejected) => {}
-                (Err(CommitError::Fatal(_)), _) => assert!(self.failed, "fatal ack without failure"),
+                (Err(CommitError::Fatal(_)), _) => {
+                    assert!(self.failed, "fatal ack without failure")
+                }
                 (Err(e), k) => panic!("unexpected error {e:?} for {k:?}"),
             }
         }
@@ -143,13 +157,16 @@ impl Harness {
             assert!(gw.record_bytes <= self.cfg.group_bytes_max);
         }
         let h = GroupHeader::decode(gw.buf.as_slice()).expect("group header decodes");
-        h.check_place(self.cfg.journal_id, gw.position.segment).expect("placed");
+        h.check_place(self.cfg.journal_id, gw.position.segment)
+            .expect("placed");
         assert_eq!(h.prev_seq, self.chain_last.0, "prev_seq chain");
         assert_eq!(h.first_seq, gw.first_seq.0);
         assert_eq!(h.last_seq(), gw.last_seq.0);
         let recs = decode_group_records(&h, gw.buf.as_slice()).expect("records decode");
         assert_eq!(recs.len(), gw.records);
-        assert!(gw.buf.as_slice()[56 + h.records_len as usize..].iter().all(|b| *b == 0));
+        assert!(gw.buf.as_slice()[56 + h.records_len as usize..]
+            .iter()
+            .all(|b| *b == 0));
         self.chain_last = gw.last_seq;
         self.last_group_end = Some(LogPosition {
             segment: gw.position.segment,
@@ -197,7 +214,11 @@ impl Harness {
                     None => {
                         // Greedy: nothing in flight and a pending record => a group.
                         if idle_before && !self.failed && self.cfg.group_wait_max.is_none() {
-                            assert_eq!(self.gc.pending_len(), 0, "greedy poll left records pending");
+                            assert_eq!(
+                                self.gc.pending_len(),
+                                0,
+                                "greedy poll left records pending"
+                            );
                         }
                     }
                 }
@@ -240,7 +261,11 @@ impl Harness {
                 break;
             }
         }
-        assert_eq!(self.acked.len() as u64, self.next_token, "appends never acked");
+        assert_eq!(
+            self.acked.len() as u64,
+            self.next_token,
+            "appends never acked"
+        );
     }
 }
 
@@ -267,7 +292,10 @@ fn wait_max_holds_a_group_until_deadline_or_cap() {
         group_wait_max: Some(Duration::from_millis(2)),
     };
     let start = Start {
-        position: LogPosition { segment: 1, offset: 0 },
+        position: LogPosition {
+            segment: 1,
+            offset: 0,
+        },
         prev_seq: Seq(0),
         next_seq: Seq(1),
     };
@@ -276,7 +304,10 @@ fn wait_max_holds_a_group_until_deadline_or_cap() {
     gc.append(Record::fence(1), 0, t0).unwrap();
     assert!(gc.poll(t0).is_none(), "held below caps");
     assert_eq!(gc.next_deadline(), Some(t0 + Duration::from_millis(2)));
-    assert!(gc.poll(t0 + Duration::from_millis(2)).is_some(), "cut at deadline");
+    assert!(
+        gc.poll(t0 + Duration::from_millis(2)).is_some(),
+        "cut at deadline"
+    );
     gc.complete(1, Ok(()), None);
     for i in 0..3 {
         gc.append(Record::fence(1), i, t0).unwrap();
