@@ -296,7 +296,8 @@ fn five_mib_entries_with_a_sixteen_mib_cache() {
     cfg.write_cache_bytes = 16 << 20;
     let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).unwrap();
     for e in 0..6u64 {
-        log.add_entry(4, e, entry(4, e, e as i64 - 1, 5 << 20, e)).unwrap();
+        log.add_entry(4, e, entry(4, e, e as i64 - 1, 5 << 20, e))
+            .unwrap();
     }
     log.flush().unwrap();
     for e in 0..6u64 {

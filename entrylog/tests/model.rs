@@ -3,7 +3,7 @@
 //! restarts (flush, power loss, reopen) on the simulated disk; every answer must equal
 //! what a plain in-memory model says.
 //!
-//! Seeds: `BK_SIM_SEEDS` (default 6) seeds of `BK_SIM_OPS` (default 400) operations.
+//! Seeds: `BK_SIM_SEEDS` (default 6) seeds of `BK_SIM_OPS` (default 300) operations.
 //! A failing seed is printed; add it to `regression_seeds` below.
 
 mod common;
@@ -297,7 +297,7 @@ fn env_usize(key: &str, default: usize) -> usize {
 #[test]
 fn model_random_seeds() {
     let seeds = env_usize("BK_SIM_SEEDS", 6) as u64;
-    let ops = env_usize("BK_SIM_OPS", 400);
+    let ops = env_usize("BK_SIM_OPS", 300);
     let base = env_usize("BK_SIM_SEED_BASE", 1000) as u64;
     for seed in base..base + seeds {
         let r = std::panic::catch_unwind(|| run_seed(seed, ops));

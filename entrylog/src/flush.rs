@@ -1,0 +1,342 @@
+//! The write path: adds into the active write-cache half (with throttling), swapping
+//! halves, the background flusher, `flush()` (the checkpoint flush) and the
+//! ledger-state file writes.
+//!
+//! Invariants: at most one half is being flushed and flushes are serialised by
+//! `flush_lock`; a half is dropped only after its segment is durable and installed in
+//! the index; `flush()` returns Ok only after every half holding entries added before
+//! the call is durable and the ledger state written after them is durable.
+
+use crate::disk_usage::DirState;
+use crate::format::{LedgerStateRecord, StateFile};
+use crate::index::{LedgerMeta, Run, SegmentMeta};
+use crate::metrics::EntryLogMetrics as M;
+use crate::segment::{self, SegmentInput};
+use crate::{lac_field, Error, Inner, Result, Shared, STATE_FILE};
+use bk_disk::Disk;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl Shared {
+    pub(crate) fn add_entry(&self, ledger: u64, entry: u64, data: Bytes) -> Result<()> {
+        if data.len() > self.cfg.max_entry_bytes {
+            return Err(Error::InvalidInput(format!(
+                "entry of {} bytes exceeds the maximum {}",
+                data.len(),
+                self.cfg.max_entry_bytes
+            )));
+        }
+        let half = self.cfg.write_cache_bytes / 2;
+        let mut g = self.inner.lock();
+        let mut deadline: Option<Instant> = None;
+        loop {
+            Self::check_not_deleted(&g, ledger)?;
+            let used = g.active.bytes();
+            if used == 0 || used + data.len() <= half {
+                break;
+            }
+            if g.flushing.is_none() {
+                self.swap_locked(&mut g);
+                continue;
+            }
+            let d = *deadline.get_or_insert_with(|| {
+                M::add(&self.metrics.throttled_write_requests, 1);
+                Instant::now() + self.cfg.max_throttle
+            });
+            if self.cache_cv.wait_until(&mut g, d).timed_out() && g.flushing.is_some() {
+                M::add(&self.metrics.rejected_write_requests, 1);
+                return Err(Error::Throttled(self.cfg.max_throttle));
+            }
+        }
+        let lac = lac_field(&data);
+        g.active.put(ledger, entry, data);
+        let gen = g.generation;
+        let meta = g.index.ledgers.entry(ledger).or_insert_with(|| LedgerMeta {
+            created_gen: gen,
+            ..Default::default()
+        });
+        if let Some(v) = lac {
+            meta.lac = Some(meta.lac.map_or(v, |l| l.max(v)));
+        }
+        // Flush-through: a full half goes to the flusher at once.
+        if g.active.bytes() >= half && g.flushing.is_none() {
+            self.swap_locked(&mut g);
+        }
+        self.update_gauges_locked(&g);
+        drop(g);
+        self.read_cache.lock().remove(ledger, entry);
+        Ok(())
+    }
+
+    /// Moves the active half to flushing and wakes the flusher. Requires no flushing half.
+    pub(crate) fn swap_locked(&self, g: &mut Inner) {
+        debug_assert!(g.flushing.is_none());
+        if g.active.is_empty() {
+            return;
+        }
+        g.swaps += 1;
+        let half = std::mem::take(&mut g.active);
+        g.flushing = Some((Arc::new(half), g.swaps));
+        self.flusher_cv.notify_all();
+    }
+
+    pub(crate) fn flusher_loop(&self) {
+        loop {
+            {
+                let mut g = self.inner.lock();
+                loop {
+                    if self.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let ready = g.flushing.is_some()
+                        && g.flusher_backoff_until.is_none_or(|t| Instant::now() >= t);
+                    if ready {
+                        break;
+                    }
+                    let wait = g
+                        .flusher_backoff_until
+                        .map_or(Duration::from_millis(500), |t| {
+                            t.saturating_duration_since(Instant::now())
+                        });
+                    self.flusher_cv
+                        .wait_for(&mut g, wait.max(Duration::from_millis(1)));
+                }
+            }
+            let started = Instant::now();
+            let mut disk = self.flush_lock.lock();
+            let r = self
+                .flush_flushing(disk.as_mut())
+                .and_then(|_| self.persist_state_with(disk.as_mut(), false));
+            drop(disk);
+            match &r {
+                Ok(()) => {
+                    M::add(&self.metrics.flush_count, 1);
+                    self.metrics.flush_latency.record(started.elapsed());
+                }
+                Err(_) => M::add(&self.metrics.flush_failures, 1),
+            }
+            let mut g = self.inner.lock();
+            g.flusher_backoff_until = match r {
+                Ok(()) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "background flush failed; entries stay in the write cache");
+                    Some(Instant::now() + Duration::from_millis(1000))
+                }
+            };
+        }
+    }
+
+    pub(crate) fn flush(&self) -> Result<()> {
+        let started = Instant::now();
+        let mut disk = self.flush_lock.lock();
+        let target = {
+            let mut g = self.inner.lock();
+            if g.closed {
+                return Err(Error::Closed);
+            }
+            if g.flushing.is_none() {
+                self.swap_locked(&mut g);
+            }
+            // Everything added before this call: the flushing half and, if not
+            // empty, the active half (which takes the next swap number).
+            g.swaps + u64::from(!g.active.is_empty())
+        };
+        let r = (|| {
+            loop {
+                let pending = {
+                    let mut g = self.inner.lock();
+                    if g.flushed_swaps >= target {
+                        break;
+                    }
+                    if g.flushing.is_none() {
+                        self.swap_locked(&mut g);
+                    }
+                    g.flushing.is_some()
+                };
+                if !pending {
+                    break;
+                }
+                self.flush_flushing(disk.as_mut())?;
+            }
+            self.persist_state_with(disk.as_mut(), true)
+        })();
+        drop(disk);
+        match &r {
+            Ok(()) => {
+                M::add(&self.metrics.flush_count, 1);
+                self.metrics.flush_latency.record(started.elapsed());
+            }
+            Err(_) => M::add(&self.metrics.flush_failures, 1),
+        }
+        r
+    }
+
+    /// Picks the directory for a new segment: not full, most free space at the last
+    /// check; ties rotate with the segment id so equal directories share the load.
+    pub(crate) fn pick_dir(g: &Inner) -> usize {
+        let n = g.dir_states.len();
+        let first = (g.next_segment_id % n as u64) as usize;
+        let mut best = first;
+        for i in (first..n).chain(0..first) {
+            let better_state = (g.dir_states[i] != DirState::Full) as u8
+                > (g.dir_states[best] != DirState::Full) as u8;
+            let same_state =
+                (g.dir_states[i] == DirState::Full) == (g.dir_states[best] == DirState::Full);
+            if better_state || (same_state && g.dir_free[i] > g.dir_free[best]) {
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Writes the flushing half as one segment and installs it. Caller holds flush_lock.
+    pub(crate) fn flush_flushing(&self, disk: &mut dyn Disk) -> Result<()> {
+        let (half, swap_no, id, dir) = {
+            let mut g = self.inner.lock();
+            let Some((half, swap_no)) = g.flushing.clone() else {
+                return Ok(());
+            };
+            let id = g.next_segment_id;
+            g.next_segment_id += 1;
+            (half, swap_no, id, Self::pick_dir(&g))
+        };
+        let input = {
+            let g = self.inner.lock();
+            SegmentInput {
+                ledgers: half
+                    .sorted_ledgers()
+                    .into_iter()
+                    .filter(|(l, _)| g.index.ledgers.contains_key(l))
+                    .map(|(l, m)| (l, m.iter().map(|(e, b)| (*e, b)).collect()))
+                    .collect(),
+            }
+        };
+        let written = if input.ledgers.is_empty() {
+            None
+        } else {
+            match segment::write_segment(
+                disk,
+                &self.dirs[dir],
+                id,
+                id,
+                &input,
+                self.cfg.flush_write_bytes,
+                self.cfg.flush_queue_depth,
+                self.cfg.direct_io,
+            ) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    if e.is_no_space() {
+                        self.inner.lock().dir_states[dir] = DirState::Full;
+                    }
+                    return Err(e);
+                }
+            }
+        };
+        drop(input);
+        let mut g = self.inner.lock();
+        if let Some(w) = written {
+            M::add(&self.metrics.flush_bytes, w.data_len);
+            g.index.add_segment(
+                id,
+                SegmentMeta {
+                    dir,
+                    seq: id,
+                    file_len: w.file_len,
+                    data_bytes: w.data_len,
+                    live_bytes: 0,
+                    ledgers: w.runs.iter().map(|r| r.ledger).collect(),
+                    compacting: false,
+                },
+            );
+            for r in w.runs {
+                if g.index.ledgers.contains_key(&r.ledger) {
+                    g.index.install_run(
+                        r.ledger,
+                        Run {
+                            seg: id,
+                            seq: id,
+                            entries: r.entries,
+                        },
+                    );
+                }
+            }
+        }
+        g.flushing = None;
+        g.flushed_swaps = swap_no;
+        self.update_gauges_locked(&g);
+        drop(g);
+        self.cache_cv.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn persist_state(&self, checkpoint: bool) -> Result<()> {
+        let mut disk = self.flush_lock.lock();
+        self.persist_state_with(disk.as_mut(), checkpoint)
+    }
+
+    /// Writes the ledger-state file to every directory (at least one must succeed).
+    /// Caller holds flush_lock (passes its disk).
+    pub(crate) fn persist_state_with(&self, disk: &mut dyn Disk, checkpoint: bool) -> Result<()> {
+        let (bytes, epoch, checkpoints) = {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            g.state_epoch += 1;
+            let checkpoints = g.checkpoints + checkpoint as u64;
+            // A tombstone is dropped once no footer names the ledger and a checkpoint
+            // has completed after the one following the deletion (so the journal no
+            // longer holds records of it).
+            let refs = &g.index.seg_refs;
+            g.tombstones
+                .retain(|l, at| refs.contains_key(l) || checkpoints < *at + 2);
+            let mut ledgers: Vec<LedgerStateRecord> = g
+                .index
+                .ledgers
+                .iter()
+                .map(|(l, m)| LedgerStateRecord {
+                    ledger: *l,
+                    fenced: m.fenced,
+                    master_key: m.master_key.clone(),
+                    explicit_lac: m.explicit_lac.as_ref().map(|b| b.to_vec()),
+                    lac: m.lac,
+                })
+                .collect();
+            ledgers.sort_unstable_by_key(|r| r.ledger);
+            let mut tombstones: Vec<(u64, u64)> =
+                g.tombstones.iter().map(|(a, b)| (*a, *b)).collect();
+            tombstones.sort_unstable();
+            let s = StateFile {
+                epoch: g.state_epoch,
+                checkpoints,
+                next_segment_id: g.next_segment_id,
+                ledgers,
+                tombstones,
+            };
+            (s.encode(), g.state_epoch, checkpoints)
+        };
+        let mut ok = false;
+        let mut last_err = None;
+        for (di, dir) in self.dirs.iter().enumerate() {
+            match segment::replace_file(disk, dir, STATE_FILE, &bytes, self.cfg.direct_io) {
+                Ok(()) => ok = true,
+                Err(e) => {
+                    if e.is_no_space() {
+                        self.inner.lock().dir_states[di] = DirState::Full;
+                    }
+                    tracing::warn!(error = %e, epoch, "writing ledger state failed in one directory");
+                    last_err = Some(e);
+                }
+            }
+        }
+        if !ok {
+            return Err(last_err.unwrap_or(Error::InvalidInput("no directory".into())));
+        }
+        if checkpoint {
+            let mut g = self.inner.lock();
+            g.checkpoints = g.checkpoints.max(checkpoints);
+        }
+        Ok(())
+    }
+}
