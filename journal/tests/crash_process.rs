@@ -161,7 +161,7 @@ fn sigkill_at_random_moments() {
 
         let mut replayed: HashMap<u64, (Seq, Bytes)> = HashMap::new();
         let (j, replay) = Journal::open(
-            &[dir.clone()],
+            std::slice::from_ref(&dir),
             config(),
             factory(),
             &mut |r: &ReplayedRecord| match r.typed() {
