@@ -15,12 +15,14 @@
 # Recipe and timings: shared/guides/measured-here.md section 4.
 set -euo pipefail
 
-ZK_JAR=/usr/share/java/zookeeper.jar
+# BK_ZK_JAR / BK_ZK_NO_INSTALL=1 exist to exercise the "cannot install" path of the tests.
+ZK_JAR=${BK_ZK_JAR:-/usr/share/java/zookeeper.jar}
 
 install_zk() {
     if [ -f "$ZK_JAR" ] && command -v java >/dev/null 2>&1; then
         return 0
     fi
+    if [ -n "${BK_ZK_NO_INSTALL:-}" ]; then return 2; fi
     echo "zk.sh: installing the Debian zookeeper package" >&2
     local sudo=""
     if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
