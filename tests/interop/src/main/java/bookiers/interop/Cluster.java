@@ -159,6 +159,7 @@ public final class Cluster implements AutoCloseable {
         if (!BookKeeperAdmin.initNewCluster(conf)) {
             throw new IllegalStateException("BookKeeperAdmin.initNewCluster returned false");
         }
+        checkNewClusterLayout();
         Path implDir = runDir.resolve(impl.name);
         for (int i = 0; i < n; i++) {
             bookies.add(new BookieProcess(this, impl, i, freePort(), implDir.resolve("bookie-" + i)));
@@ -182,6 +183,27 @@ public final class Cluster implements AutoCloseable {
         if (!errors.isEmpty()) {
             stopBookies();
             throw errors.get(0);
+        }
+    }
+
+    /**
+     * Checks that what initNewCluster wrote is the layout /work/shared/reference/registration.md
+     * section 2 describes (the layout a Rust bookie must accept), so a drift between the stock
+     * code and that document shows up here rather than as a puzzling bookie start-up failure.
+     */
+    private void checkNewClusterLayout() throws Exception {
+        String layout = new String(zk.getData(LEDGERS_ROOT + "/LAYOUT", false, null), StandardCharsets.UTF_8);
+        String want = "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
+        if (!layout.equals(want)) {
+            throw new IllegalStateException("initNewCluster wrote LAYOUT " + layout.replace("\n", "\\n")
+                    + ", registration.md says " + want.replace("\n", "\\n"));
+        }
+        String instanceId = new String(zk.getData(LEDGERS_ROOT + "/INSTANCEID", false, null), StandardCharsets.UTF_8);
+        java.util.UUID.fromString(instanceId); // throws if not a bare UUID string
+        for (String p : new String[] {LEDGERS_ROOT + "/available", LEDGERS_ROOT + "/available/readonly"}) {
+            if (zk.exists(p, false) == null) {
+                throw new IllegalStateException("initNewCluster did not create " + p);
+            }
         }
     }
 

@@ -61,27 +61,29 @@ final class Scenarios {
     static List<Def> all() {
         return List.of(
                 new Def(1, "s01_readback", "E3W3A2 + E3W2A2, CRC32C/CRC32/MAC, 1 B..64 KiB + 5 MiB entries read back",
-                        Scenarios::s01Readback, 600),
+                        Scenarios::s01Readback, 300),
                 new Def(2, "s02_pipelined", "1,000 outstanding async adds; every callback OK and in order",
-                        Scenarios::s02Pipelined, 180),
+                        Scenarios::s02Pipelined, 90),
                 new Def(3, "s03_recovery_fence", "open with recovery fences the live writer; LAC = last ack",
-                        Scenarios::s03RecoveryFence, 180),
+                        Scenarios::s03RecoveryFence, 90),
                 new Def(4, "s04_tailing", "readLastAddConfirmed, readUnconfirmed, long-poll tailing reader",
-                        Scenarios::s04Tailing, 180),
+                        Scenarios::s04Tailing, 120),
                 new Def(5, "s05_explicit_lac", "explicit LAC written by the writer is read by a reader",
-                        Scenarios::s05ExplicitLac, 120),
+                        Scenarios::s05ExplicitLac, 60),
                 new Def(6, "s06_batch_read", "batchRead on an E==W ledger (v2 BATCH_READ_ENTRY)",
-                        Scenarios::s06BatchRead, 120),
+                        Scenarios::s06BatchRead, 90),
                 new Def(7, "s07_bookie_failure", "SIGKILL an ensemble bookie mid-write; ensemble change; all acks read",
-                        Scenarios::s07BookieFailure, 240),
+                        Scenarios::s07BookieFailure, 150),
                 new Def(8, "s08_crash_durability", "SIGKILL all bookies after N acks, restart, every ack reads back",
-                        Scenarios::s08CrashDurability, 240),
+                        Scenarios::s08CrashDurability, 150),
                 new Def(9, "s09_delete_gc", "deleted ledgers vanish from bookies and their space is reclaimed",
-                        Scenarios::s09DeleteGc, 240),
+                        Scenarios::s09DeleteGc, 150),
                 new Def(10, "s10_errors", "wrong key -> unauthorized, missing ledger/entry errors, others served",
-                        Scenarios::s10Errors, 180),
+                        Scenarios::s10Errors, 120),
                 new Def(11, "s11_shell", "bookie shell bookiesanity, simpletest, listbookies, readledger",
-                        Scenarios::s11Shell, 240));
+                        Scenarios::s11Shell, 180),
+                new Def(12, "s12_registration", "ZK registration node, BookieServiceInfo bytes and cookies as Java",
+                        Scenarios::s12Registration, 60));
     }
 
     // ---------------------------------------------------------------- s01
@@ -735,6 +737,64 @@ final class Scenarios {
             Check.isTrue("readledger -b output", out.contains(want),
                     "expected '" + want + "'; output tail:\n" + tail(out));
         }
+    }
+
+    // ---------------------------------------------------------------- s12
+
+    /**
+     * What a bookie leaves in ZooKeeper and its directories (registration.md sections 4 and 5):
+     * an ephemeral /ledgers/available/<id> whose data is exactly the BookieServiceInfoFormat the
+     * Java bookie writes (one "bookie-rpc" endpoint), the ZK cookie and a current/VERSION cookie in
+     * the journal and ledger dir, equal to the cookie the stock code builds for this config, and
+     * the stock client resolving the id to the right address. Wire mode does not matter here; it
+     * runs in both for a uniform table.
+     */
+    static void s12Registration(Ctx ctx) throws Exception {
+        org.apache.zookeeper.ZooKeeper zk = ctx.cluster.zk();
+        String instanceId = new String(zk.getData(Cluster.LEDGERS_ROOT + "/INSTANCEID", false, null),
+                StandardCharsets.UTF_8);
+        BookKeeper bk = ctx.newClient();
+        for (BookieProcess b : ctx.cluster.bookies()) {
+            String id = b.bookieId();
+            org.apache.zookeeper.data.Stat st = new org.apache.zookeeper.data.Stat();
+            byte[] data = zk.getData(Cluster.LEDGERS_ROOT + "/available/" + id, false, st);
+            Check.isTrue("registration node of " + id, st.getEphemeralOwner() != 0, "expected EPHEMERAL, is persistent");
+            byte[] want = org.apache.bookkeeper.proto.DataFormats.BookieServiceInfoFormat.newBuilder()
+                    .addEndpoints(org.apache.bookkeeper.proto.DataFormats.BookieServiceInfoFormat.Endpoint.newBuilder()
+                            .setId("bookie").setPort(b.port).setHost("127.0.0.1").setProtocol("bookie-rpc"))
+                    .build().toByteArray();
+            Check.eq("data of /ledgers/available/" + id + " (hex BookieServiceInfoFormat)", hex(want), hex(data));
+            org.apache.bookkeeper.discover.BookieServiceInfo info = bk.getMetadataClientDriver().getRegistrationClient()
+                    .getBookieServiceInfo(BookieId.parse(id)).get(10, TimeUnit.SECONDS).getValue();
+            org.apache.bookkeeper.discover.BookieServiceInfo.Endpoint ep = info.getEndpoints().stream()
+                    .filter(e -> e.getProtocol().equals("bookie-rpc")).findFirst().orElse(null);
+            Check.isTrue("bookie-rpc endpoint of " + id + " as the stock client reads it", ep != null
+                    && ep.getHost().equals("127.0.0.1") && ep.getPort() == b.port, "got " + info);
+
+            org.apache.bookkeeper.bookie.Cookie expected = org.apache.bookkeeper.bookie.Cookie.newBuilder()
+                    .setBookieId(id).setJournalDirs(b.journalDir.toString())
+                    .setLedgerDirs(org.apache.bookkeeper.bookie.Cookie.encodeDirPaths(
+                            new String[] {b.ledgerDir.toString()}))
+                    .setInstanceId(instanceId).build();
+            org.apache.bookkeeper.bookie.Cookie zkCookie = org.apache.bookkeeper.bookie.Cookie.parseFromBytes(
+                    zk.getData(Cluster.LEDGERS_ROOT + "/cookies/" + id, false, null));
+            Check.eq("cookie /ledgers/cookies/" + id, expected.toString(), zkCookie.toString());
+            Check.isTrue("cookie /ledgers/cookies/" + id, expected.equals(zkCookie), "layout version differs: "
+                    + zkCookie);
+            for (Path dir : new Path[] {b.journalDir, b.ledgerDir}) {
+                org.apache.bookkeeper.bookie.Cookie dirCookie = org.apache.bookkeeper.bookie.Cookie.readFromDirectory(
+                        dir.resolve("current").toFile());
+                Check.eq("cookie " + dir + "/current/VERSION", expected.toString(), dirCookie.toString());
+            }
+        }
+    }
+
+    private static String hex(byte[] b) {
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) {
+            sb.append(String.format("%02x", x));
+        }
+        return sb.toString();
     }
 
     /** Runs one BookieShell command in a child JVM; fails unless it exits 0 within 120 s. */

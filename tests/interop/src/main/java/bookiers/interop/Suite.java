@@ -133,12 +133,18 @@ public final class Suite {
             startError = "cluster of 4 " + impl.name + " bookies did not start: " + e.getMessage();
             System.out.println("interop: " + startError);
         }
+        long budgetS = Long.parseLong(System.getenv().getOrDefault("INTEROP_BUDGET_S", "900"));
         for (String mode : modes) {
             for (Scenarios.Def d : defs) {
                 boolean required = impl == Impl.JAVA || expected.contains(d.name() + " " + mode);
+                double spent = (System.nanoTime() - s0) / 1e9;
                 Result r;
                 if (startError != null) {
                     r = new Result(d, impl, mode, false, 0, startError, required);
+                } else if (spent > budgetS) {
+                    r = new Result(d, impl, mode, false, 0, String.format("not run: the %s pairs already took %.0f s,"
+                            + " over the per-implementation budget INTEROP_BUDGET_S=%d s", impl.name, spent, budgetS),
+                            required);
                 } else {
                     r = runOne(cluster, impl, mode, d, required);
                 }
