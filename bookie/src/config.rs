@@ -255,13 +255,14 @@ pub struct BookieConfig {
     pub gc_overreplicated_ledger_wait_time: Duration,
     /// verifyMetadataOnGC (false).
     pub verify_metadata_on_gc: bool,
-    /// minorCompactionThreshold (0.2), in [0, 1].
+    /// minorCompactionThreshold (0.2), at most 1; <= 0 disables minor compaction.
     pub minor_compaction_threshold: f64,
-    /// minorCompactionInterval (3600 s); 0 = off -> None.
+    /// minorCompactionInterval (3600 s); None = minor compaction disabled (interval or
+    /// threshold <= 0).
     pub minor_compaction_interval: Option<Duration>,
-    /// majorCompactionThreshold (0.8), in [0, 1].
+    /// majorCompactionThreshold (0.8), at most 1; <= 0 disables major compaction.
     pub major_compaction_threshold: f64,
-    /// majorCompactionInterval (86400 s); 0 = off -> None.
+    /// majorCompactionInterval (86400 s); None = major compaction disabled.
     pub major_compaction_interval: Option<Duration>,
     /// minorCompactionMaxTimeMillis (-1 = unbounded -> None).
     pub minor_compaction_max_time: Option<Duration>,
@@ -430,8 +431,16 @@ const IGNORED_KEYS: &[&str] = &[
     "ensemblePlacementPolicy",
     "reppDnsResolverClass",
     "bookieAuthProviderFactoryClass",
-    "minorCompactionMaxTimeMillis",
-    "majorCompactionMaxTimeMillis",
+    "enableBusyWait",
+    "stickyReadSEnabled",
+    "reorderReadSequenceEnabled",
+    "enableLocalTransport",
+    "disableServerSocketBind",
+    "skipListArenaChunkSize",
+    "skipListArenaMaxAllocSize",
+    "ledgerManagerType",
+    "allowShadedLedgerManagerFactoryClass",
+    "shadedLedgerManagerFactoryClassPrefix",
 ];
 
 /// Key/value store with origin tracking and "used" marks.
@@ -905,19 +914,27 @@ impl BookieConfig {
 
         // ---- GC ----
         let compaction_rate = p.u64_min("compactionRate", 1000, 1)?;
+        // Java: a threshold <= 0 or an interval <= 0 disables that compaction; a threshold
+        // above 1 is invalid.
         let minor_compaction_threshold =
-            p.fraction("minorCompactionThreshold", 0.2, 0.0, 1.0, false)?;
+            p.fraction("minorCompactionThreshold", 0.2, f64::MIN, 1.0, false)?;
         let major_compaction_threshold =
-            p.fraction("majorCompactionThreshold", 0.8, 0.0, 1.0, false)?;
-        let secs_opt = |s: u64| {
-            if s == 0 {
+            p.fraction("majorCompactionThreshold", 0.8, f64::MIN, 1.0, false)?;
+        let enabled_interval = |secs: i64, threshold: f64| {
+            if secs <= 0 || threshold <= 0.0 {
                 None
             } else {
-                Some(Duration::from_secs(s))
+                Some(Duration::from_secs(secs as u64))
             }
         };
-        let minor_compaction_interval = secs_opt(p.u64_min("minorCompactionInterval", 3600, 0)?);
-        let major_compaction_interval = secs_opt(p.u64_min("majorCompactionInterval", 86400, 0)?);
+        let minor_compaction_interval = enabled_interval(
+            p.int("minorCompactionInterval", 3600, i64::MIN, i64::MAX)?,
+            minor_compaction_threshold,
+        );
+        let major_compaction_interval = enabled_interval(
+            p.int("majorCompactionInterval", 86400, i64::MIN, i64::MAX)?,
+            major_compaction_threshold,
+        );
         if let (Some(minor), Some(major)) = (minor_compaction_interval, major_compaction_interval) {
             if minor >= major || minor_compaction_threshold >= major_compaction_threshold {
                 let (v, o) = p
@@ -1463,5 +1480,46 @@ someTypoKey=1
             .unwrap_err()
             .to_string();
         assert!(e.contains("nope.conf"), "{e}");
+    }
+
+    #[test]
+    fn negative_compaction_settings_disable_compaction_like_java() {
+        let (c, _) = load(
+            &format!("{ZK}minorCompactionThreshold=-1\nmajorCompactionInterval=-1\n"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.minor_compaction_interval, None);
+        assert_eq!(c.major_compaction_interval, None);
+        let e = err_text(&format!("{ZK}majorCompactionThreshold=1.5\n"), &[]);
+        assert!(
+            e.contains("majorCompactionThreshold") && e.contains("1.5"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn identity_and_mode_flags() {
+        let (c, _) = load(
+            ZK,
+            &[
+                "--bookie-id",
+                "bk-7",
+                "--advertised-address",
+                "10.1.2.3",
+                "--allow-loopback",
+                "--readonly",
+                "--http-port",
+                "8081",
+                "-z",
+                "zk9:2181",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.bookie_id.as_deref(), Some("bk-7"));
+        assert_eq!(c.advertised_address.as_deref(), Some("10.1.2.3"));
+        assert!(c.allow_loopback && c.force_read_only_bookie);
+        assert_eq!(c.http_server_port, 8081);
+        assert_eq!(c.metadata_service.unwrap().zk_connect, "zk9:2181");
     }
 }

@@ -129,7 +129,11 @@ async fn read_only_transitions_keep_the_bookie_listed() {
     let w = format!("{root}/available/127.0.0.1:3182");
     let ro = format!("{root}/available/readonly/127.0.0.1:3182");
 
-    // Watch the writable list: at every change the bookie must be in one of the two lists.
+    // Transition order (create the new node, then delete the old one) is checked with zxids:
+    // the new node's creation zxid is below the zxid of the last child change of the old
+    // node's parent, i.e. the deletion came after the creation.
+    let avail = format!("{root}/available");
+    let ro_parent = format!("{root}/available/readonly");
     reg.register(false).await.unwrap();
     assert!(exists(&obs, &w).await && !exists(&obs, &ro).await);
     reg.set_read_only(true).await.unwrap();
@@ -141,9 +145,20 @@ async fn read_only_transitions_keep_the_bookie_listed() {
         reg.service_info_bytes(),
         "read-only node carries the same BookieServiceInfo"
     );
-    // The read-only node's czxid precedes the writable node's deletion (create first).
+    let ro_created = obs.check_stat(&ro).await.unwrap().unwrap().czxid;
+    let w_deleted = obs.check_stat(&avail).await.unwrap().unwrap().pzxid;
+    assert!(
+        ro_created < w_deleted,
+        "read-only node created before the writable node was deleted"
+    );
     reg.set_read_only(false).await.unwrap();
     assert!(exists(&obs, &w).await && !exists(&obs, &ro).await);
+    let w_created = obs.check_stat(&w).await.unwrap().unwrap().czxid;
+    let ro_deleted = obs.check_stat(&ro_parent).await.unwrap().unwrap().pzxid;
+    assert!(
+        w_created < ro_deleted,
+        "writable node created before the read-only node was deleted"
+    );
     assert_eq!(reg.mode().await, Mode::Writable);
     // Forced read-only from the start.
     reg.shutdown().await;
