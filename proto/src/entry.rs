@@ -38,6 +38,11 @@ impl MasterKey {
     pub fn as_bytes(&self) -> &[u8; MASTER_KEY_LENGTH] {
         &self.0
     }
+
+    /// As v3 `masterKey` bytes.
+    pub fn to_bytes(&self) -> Bytes {
+        Bytes::copy_from_slice(&self.0)
+    }
 }
 
 impl std::fmt::Debug for MasterKey {

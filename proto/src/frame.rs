@@ -32,6 +32,9 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 6 * 1024 * 1024;
 /// Largest limit accepted: the prefix is an `i32`, so `N <= i32::MAX`.
 pub const MAX_MAX_FRAME_BYTES: usize = i32::MAX as usize + FRAME_PREFIX_BYTES;
 
+/// Smallest capacity step [`FrameDecoder::decode`] reserves while a frame is incomplete.
+const RESERVE_STEP_MIN_BYTES: usize = 64 * 1024;
+
 /// Splits a byte stream into frames. Holds only the limit; the receive buffer belongs to the
 /// caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +65,8 @@ impl FrameDecoder {
     /// Takes one complete frame's payload off the front of `buf`.
     ///
     /// * `Ok(Some(payload))`: the payload without its prefix, a zero-copy view of `buf`'s memory.
-    /// * `Ok(None)`: more bytes are needed; `buf` is untouched except that capacity for the
-    ///   rest of the frame is reserved once the prefix is known.
+    /// * `Ok(None)`: more bytes are needed; `buf` is untouched except that its capacity may
+    ///   grow (at most to twice what it holds, or by 64 KiB, never past the announced frame).
     /// * `Err`: negative or oversized length; close the connection.
     pub fn decode(&self, buf: &mut BytesMut) -> Result<Option<Bytes>, ProtoError> {
         let Some(len) = self.peek_len(buf)? else {
@@ -71,7 +74,11 @@ impl FrameDecoder {
         };
         let total = len + FRAME_PREFIX_BYTES;
         if buf.len() < total {
-            buf.reserve(total - buf.len());
+            // Grow geometrically with what has actually arrived instead of reserving the
+            // announced size at once: 4 bytes from a peer must not pin `max_frame_bytes` of
+            // memory. Amortized copying stays O(frame size).
+            let missing = total - buf.len();
+            buf.reserve(missing.min(buf.len().max(RESERVE_STEP_MIN_BYTES)));
             return Ok(None);
         }
         buf.advance(FRAME_PREFIX_BYTES);
@@ -158,6 +165,14 @@ mod tests {
             "payload must be a view, not a copy"
         );
         assert_eq!(&b[..], &[0, 0]);
+    }
+
+    #[test]
+    fn a_bare_prefix_does_not_pin_the_announced_size() {
+        let d = FrameDecoder::default();
+        let mut b = framed((DEFAULT_MAX_FRAME_BYTES - 4) as i32, b"");
+        assert_eq!(d.decode(&mut b), Ok(None));
+        assert!(b.capacity() < 1024 * 1024, "capacity {}", b.capacity());
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub(crate) struct Schema {
     pub(crate) children: &'static [(u32, &'static Schema)],
 }
 
-const MAX_GROUP_DEPTH: usize = 32;
+/// prost's (and protobuf-java's) recursion limit, so both layers accept the same nesting.
+const MAX_GROUP_DEPTH: usize = 100;
 
 const fn leaf(required: &'static [(u32, &'static str)]) -> Schema {
     Schema {
