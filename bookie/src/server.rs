@@ -64,8 +64,61 @@ impl Default for ServerConfig {
     }
 }
 
+/// What a request was, for metrics (stock names are chosen by the observer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    Add,
+    RecoveryAdd,
+    Read,
+    FenceRead,
+    LongPollRead,
+    BatchRead,
+    WriteLac,
+    ReadLac,
+    ForceLedger,
+    GetBookieInfo,
+    ListEntries,
+}
+
+impl RequestKind {
+    pub fn of(op: &crate::handlers::Op) -> RequestKind {
+        use crate::handlers::Op;
+        match op {
+            Op::Add(a) if a.recovery => RequestKind::RecoveryAdd,
+            Op::Add(_) => RequestKind::Add,
+            Op::Read(r) if r.fence.is_some() => RequestKind::FenceRead,
+            Op::Read(r) if r.long_poll.is_some() => RequestKind::LongPollRead,
+            Op::Read(_) => RequestKind::Read,
+            Op::BatchRead(_) => RequestKind::BatchRead,
+            Op::WriteLac { .. } => RequestKind::WriteLac,
+            Op::ReadLac { .. } => RequestKind::ReadLac,
+            Op::ForceLedger { .. } => RequestKind::ForceLedger,
+            Op::GetBookieInfo { .. } => RequestKind::GetBookieInfo,
+            Op::ListEntries { .. } => RequestKind::ListEntries,
+        }
+    }
+}
+
+/// Hooks for metrics. Called on the request path: implementations must not block.
+pub trait RequestObserver: Send + Sync + 'static {
+    /// A request was decoded and is about to wait for its permits.
+    fn started(&self, kind: RequestKind, request_bytes: usize);
+    /// Its response was queued for writing; `latency` runs from decode to queueing.
+    fn finished(
+        &self,
+        kind: RequestKind,
+        latency: Duration,
+        status: crate::handlers::Status,
+        request_bytes: usize,
+        response_bytes: usize,
+    );
+    /// A connection opened (+1) or closed (-1).
+    fn connections(&self, delta: i64);
+}
+
 /// Shared by all connections.
 struct Shared {
+    observer: Option<Arc<dyn RequestObserver>>,
     bookie: Arc<Bookie>,
     config: ServerConfig,
     limits: Arc<Limits>,
@@ -87,10 +140,20 @@ pub struct Server {
 impl Server {
     /// Binds the port and starts accepting. The caller has finished journal replay.
     pub async fn start(bookie: Arc<Bookie>, config: ServerConfig) -> std::io::Result<Server> {
+        Self::start_with_observer(bookie, config, None).await
+    }
+
+    /// [`Server::start`] with metrics hooks.
+    pub async fn start_with_observer(
+        bookie: Arc<Bookie>,
+        config: ServerConfig,
+        observer: Option<Arc<dyn RequestObserver>>,
+    ) -> std::io::Result<Server> {
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
+            observer,
             bookie,
             limits: Arc::new(Limits::new(&config.limits)),
             config,
@@ -143,10 +206,16 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 let shared = shared.clone();
                 tokio::spawn(async move {
                     shared.connections.fetch_add(1, Ordering::Relaxed);
+                    if let Some(o) = &shared.observer {
+                        o.connections(1);
+                    }
                     if let Err(reason) = serve_connection(stream, shared.clone()).await {
                         tracing::debug!(%peer, %reason, "connection closed");
                     }
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
+                    if let Some(o) = &shared.observer {
+                        o.connections(-1);
+                    }
                 });
             }
             Err(e) => {
@@ -207,6 +276,11 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     }
                 }
                 Decoded::Op { op, echo } => {
+                    let started = std::time::Instant::now();
+                    let kind = RequestKind::of(&op);
+                    if let Some(o) = &shared.observer {
+                        o.started(kind, frame_len);
+                    }
                     let in_flight = InFlight::new(&shared);
                     let permit = tokio::select! {
                         p = conn_limits.acquire(limits::kind_of(&op), frame_len) => p,
@@ -214,9 +288,19 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     };
                     let pending = shared.bookie.dispatch(op);
                     let tx = tx.clone();
+                    let observer = shared.observer.clone();
                     tokio::spawn(async move {
                         let reply = pending.await;
                         let bytes = codec::encode(&echo, &reply);
+                        if let Some(o) = &observer {
+                            o.finished(
+                                kind,
+                                started.elapsed(),
+                                reply.status(),
+                                frame_len,
+                                bytes.len(),
+                            );
+                        }
                         // The response queue is bounded: a slow reader of responses makes
                         // this wait while holding its permit, which stops socket reads.
                         let _ = tx.send(bytes).await;
