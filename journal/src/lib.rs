@@ -17,7 +17,8 @@
 //! - `segments`: segment files (pre-written with zeros, recycled after checkpoint);
 //! - `committer`: the committer thread driving `GroupCommit` over a `Disk`;
 //! - [`journal`]: the runtime API the bookie calls ([`Journal`]);
-//! - [`metrics`]: counters and histograms the bookie exports.
+//! - [`metrics`]: counters and histograms the bookie exports;
+//! - `fuzz_support`: the fuzz harnesses (also run on stable by a property test).
 //!
 //! Invariants (see each module for its own):
 //! - never acknowledge before the fdatasync of the group holding the record;
@@ -29,6 +30,8 @@ pub mod commit;
 mod committer;
 pub mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzz_support;
 pub mod journal;
 pub mod metrics;
 pub mod record;
