@@ -1522,4 +1522,48 @@ someTypoKey=1
         assert_eq!(c.http_server_port, 8081);
         assert_eq!(c.metadata_service.unwrap().zk_connect, "zk9:2181");
     }
+
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn unknown_and_ignored_keys_are_logged_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bk_server.conf");
+        std::fs::write(
+            &path,
+            format!("{ZK}typoKey=1\nserverNumIOThreads=4\ntypoKey=2\n"),
+        )
+        .unwrap();
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let args = BookieArgs {
+            conf: Some(path),
+            ..Default::default()
+        };
+        tracing::subscriber::with_default(subscriber, || BookieConfig::load(&args).unwrap());
+        let log = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(log.matches("unknown config key").count(), 1, "{log}");
+        assert!(log.contains("typoKey"));
+        assert_eq!(log.matches("has no effect").count(), 1, "{log}");
+        assert!(log.contains("serverNumIOThreads"));
+        assert!(
+            log.contains("set twice"),
+            "duplicate keys are reported: {log}"
+        );
+    }
 }

@@ -1040,4 +1040,46 @@ mod tests {
             Err(CookieError::Corrupt { .. })
         ));
     }
+
+    /// Seeded mutations of a valid cookie (byte flips, truncations, insertions of the
+    /// characters the parser treats specially): parse must return, never panic, and whatever
+    /// it accepts must round-trip. BK_COOKIE_FUZZ_ITERS raises the count.
+    #[test]
+    fn mutated_cookies_never_panic() {
+        let iters: u64 = std::env::var("BK_COOKIE_FUZZ_ITERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
+        let base = master().to_text().into_bytes();
+        let special = [
+            b'"', b'\\', b'\n', b':', b'\'', b'0', b'7', b'x', 0xff, 0xc3,
+        ];
+        let mut x: u64 = 0x243f6a8885a308d3;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..iters {
+            let mut b = base.clone();
+            for _ in 0..(next() % 4 + 1) {
+                let pos = (next() % (b.len() as u64 + 1)) as usize;
+                match next() % 4 {
+                    0 if pos < b.len() => {
+                        b[pos] = special[(next() % special.len() as u64) as usize]
+                    }
+                    1 => b.insert(pos, special[(next() % special.len() as u64) as usize]),
+                    2 => b.truncate(pos),
+                    _ if pos < b.len() => {
+                        b.remove(pos);
+                    }
+                    _ => {}
+                }
+            }
+            if let Ok(c) = Cookie::parse(&b, "fuzz") {
+                assert_eq!(Cookie::parse(c.to_text().as_bytes(), "again").unwrap(), c);
+            }
+        }
+    }
 }

@@ -633,12 +633,15 @@ impl Inner {
     /// possible within 2 x zkTimeout (at least 10 s), report fatal.
     async fn watch_session(self: Arc<Self>) {
         loop {
-            let mut watcher = match self.client() {
-                Ok(c) => c.state_watcher(),
+            // Take the watcher, then look at the current state: a session that already expired
+            // before the watcher existed would otherwise never be reported (terminal states
+            // are delivered once).
+            let (mut watcher, mut state) = match self.client() {
+                Ok(c) => (c.state_watcher(), c.state()),
                 Err(_) => return,
             };
             loop {
-                match watcher.changed().await {
+                match state {
                     zk::SessionState::Expired => break,
                     zk::SessionState::AuthFailed => {
                         let _ = self
@@ -647,8 +650,10 @@ impl Inner {
                         return;
                     }
                     zk::SessionState::Closed => return,
+                    zk::SessionState::SyncConnected => {}
                     other => tracing::info!(state = ?other, "ZooKeeper session state"),
                 }
+                state = watcher.changed().await;
             }
             if self.shutting_down.load(Ordering::SeqCst) {
                 return;

@@ -220,4 +220,22 @@ mod tests {
             let _ = parse(text);
         }
     }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let alphabet = [
+            b'\\', b'\n', b'=', b':', b' ', b'u', b'0', b'a', b'#', b'!', b'\t', 0xc3, 0xa9,
+        ];
+        let mut x: u64 = 0x13198a2e03707344;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| alphabet[((x >> (i % 50)) as usize + i) % alphabet.len()])
+                .collect();
+            let _ = parse(&String::from_utf8_lossy(&bytes));
+        }
+    }
 }
