@@ -1082,4 +1082,24 @@ mod tests {
             }
         }
     }
+
+    /// Bytes of a `current/VERSION` written by a stock Java bookie (4.17, interop run): our
+    /// text for the same configuration must be identical, and must parse back to it.
+    #[test]
+    fn identical_to_a_cookie_written_by_the_java_bookie() {
+        let java = "5\nbookieHost: \"127.0.0.1:37185\"\n\
+                    journalDir: \"/work/main/tests/interop/target/runs/run-1795980737653/java/bookie-0/journal\"\n\
+                    ledgerDirs: \"1\\t/work/main/tests/interop/target/runs/run-1795980737653/java/bookie-0/ledgers\"\n\
+                    instanceId: \"688a452d-bd0c-4c68-bdc8-d29548d8d099\"\n";
+        let base = "/work/main/tests/interop/target/runs/run-1795980737653/java/bookie-0";
+        let ours = Cookie::for_config(
+            "127.0.0.1:37185",
+            &[PathBuf::from(format!("{base}/journal"))],
+            &[PathBuf::from(format!("{base}/ledgers"))],
+            None,
+            Some("688a452d-bd0c-4c68-bdc8-d29548d8d099".into()),
+        );
+        assert_eq!(ours.to_text(), java);
+        assert_eq!(Cookie::parse(java.as_bytes(), "java").unwrap(), ours);
+    }
 }
