@@ -38,6 +38,8 @@ pub mod record;
 pub mod replay;
 mod segments;
 
+/// The `bytes` crate the API is expressed in (re-exported for callers without it).
+pub use bytes;
 pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};
 pub use error::{FormatError, JournalError};
 pub use journal::{AppendFuture, DiskFactory, Driver, Journal, JournalConfig, JournalMark};
