@@ -37,7 +37,9 @@ use std::time::{Duration, Instant};
 use bk_disk::Disk;
 use zookeeper_client as zk;
 
-pub use bookie_id::{resolve_bookie_address, validate_bookie_id, BookieAddress, BookieIdError};
+pub use bookie_id::{
+    listening_ipv4, resolve_bookie_address, validate_bookie_id, BookieAddress, BookieIdError,
+};
 pub use service_info::{BookieServiceInfo, Endpoint};
 
 use crate::config::BookieConfig;

@@ -93,6 +93,19 @@ fn interface_addrs() -> Vec<(String, Ipv4Addr)> {
     out
 }
 
+/// The IPv4 address `listeningInterface` designates: an interface name (`eth0`, Java's
+/// meaning) or, as a convenience, an IPv4 literal. None if there is no such interface. The
+/// server binds this address (Java binds the interface's address too).
+pub fn listening_ipv4(listening_interface: &str) -> Option<Ipv4Addr> {
+    if let Ok(ip) = listening_interface.parse::<Ipv4Addr>() {
+        return Some(ip);
+    }
+    interface_addrs()
+        .into_iter()
+        .find(|(name, _)| name == listening_interface)
+        .map(|(_, ip)| ip)
+}
+
 fn local_host_name() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its length; gethostname NUL-terminates on success.
@@ -191,10 +204,7 @@ pub fn resolve_bookie_address(
             .as_deref()
             .filter(|s| !s.is_empty() && *s != "default")
         {
-            Some(iface) => interface_addrs()
-                .into_iter()
-                .find(|(name, _)| name == iface)
-                .map(|(_, ip)| ip)
+            Some(iface) => listening_ipv4(iface)
                 .ok_or_else(|| BookieIdError::NoSuchInterface(iface.to_string()))?,
             None => default_ip().ok_or(BookieIdError::NoAddress)?,
         };
@@ -291,6 +301,8 @@ mod tests {
             resolve_bookie_address(&c, 4000).unwrap().bookie_id,
             "127.0.0.1:4000"
         );
+        assert_eq!(listening_ipv4("lo"), Some(Ipv4Addr::LOCALHOST));
+        assert_eq!(listening_ipv4("10.1.2.3"), Some(Ipv4Addr::new(10, 1, 2, 3)));
         c.listening_interface = Some("no-such-if0".into());
         assert!(matches!(
             resolve_bookie_address(&c, 4000),
