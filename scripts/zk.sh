@@ -38,7 +38,20 @@ install_zk() {
 }
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+        return
+    fi
+    # No python: probe random high ports until one refuses connections.
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        if ! { exec 3<>/dev/tcp/127.0.0.1/"$p"; } 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+        exec 3>&- 3<&-
+    done
 }
 
 ruok() {
