@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# benches/compare.sh: bookie-rs vs the stock Java bookie vs fio, from one command.
+#
+#   benches/compare.sh                      # the whole standard job set, 30 s per job
+#   QUICK=1 benches/compare.sh              # 5 s per job, smaller prefills (a smoke run)
+#   JOBS=write-1k-max,write-5m benches/compare.sh
+#
+# What it does (docs/benchmarks.md, "Comparison with the Java bookie"):
+#   1. builds `bookie` and `bkbench` (release) and the Java conformance suite's classpath
+#      (tests/interop: BookKeeper 4.17.3 + ZooKeeper 3.9.3 from Maven);
+#   2. starts our bookie (standalone, no ZooKeeper) and, with a ZooKeeper from that classpath,
+#      one stock Java bookie (DbLedgerStorage), both with journal fsync on, data under the same
+#      directory ($BK_COMPARE_DIR, default /var/tmp/bk-compare: one disk);
+#   3. for each job of benches/jobs/standard.fio: runs it against ours, then against Java
+#      (alternating, so disk drift hits both alike), then the fio job of the same name
+#      (benches/jobs/fio-equivalents.fio) on the same disk;
+#   4. prints the side-by-side table (ours/Java, ours/fio, peak RSS from VmHWM) and writes it,
+#      with every JSON report and bookie log, to $BK_COMPARE_DIR/results/.
+# A missing piece (bookie binary, Java, Maven classpath, fio) stops it with a message naming it.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="${BK_COMPARE_DIR:-/var/tmp/bk-compare}"
+OURS_PORT="${OURS_PORT:-3181}"
+JAVA_PORT="${JAVA_PORT:-3182}"
+ZK_PORT="${ZK_PORT:-2191}"
+JOBFILE="$ROOT/benches/jobs/standard.fio"
+FIOFILE="$ROOT/benches/jobs/fio-equivalents.fio"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+RESULTS="$DIR/results"
+
+die() { echo "compare.sh: $*" >&2; exit 1; }
+log() { echo "compare.sh: $*" >&2; }
+
+# ---- 0. pieces ---------------------------------------------------------------------------
+command -v cargo >/dev/null || die "missing piece: cargo"
+command -v java >/dev/null || die "missing piece: java (the stock Java bookie needs a JRE 17)"
+command -v fio >/dev/null || die "missing piece: fio (apt-get install -y fio)"
+[[ -f "$ROOT/tests/interop/pom.xml" ]] || die "missing piece: tests/interop (the Java conformance suite, whose Maven build brings the stock Java bookie)"
+
+log "building bookie and bkbench (release)"
+(cd "$ROOT" && cargo build --release -p bkbench) || die "cargo build --release -p bkbench failed"
+(cd "$ROOT" && cargo build --release -p bookie) || die "missing piece: the bookie binary does not build (cargo build --release -p bookie failed)"
+BOOKIE="${BOOKIE_BIN:-$TARGET/release/bookie}"
+BKBENCH="$TARGET/release/bkbench"
+[[ -x "$BOOKIE" ]] || die "missing piece: bookie binary not found at $BOOKIE (set BOOKIE_BIN)"
+[[ -x "$BKBENCH" ]] || die "missing piece: bkbench binary not found at $BKBENCH"
+
+if [[ ! -d "$ROOT/tests/interop/target/lib" ]]; then
+  command -v mvn >/dev/null || die "missing piece: mvn (to build tests/interop's classpath)"
+  log "building the Java classpath (tests/interop: mvn package)"
+  (cd "$ROOT/tests/interop" && { mvn -B -q -o package 2>/dev/null || mvn -B -q package; }) \
+    || die "missing piece: tests/interop does not build (mvn package failed)"
+fi
+CP="$ROOT/tests/interop/target/lib/*"
+ls $CP >/dev/null 2>&1 || die "missing piece: tests/interop/target/lib is empty"
+
+# ---- 1. directories, job list ------------------------------------------------------------
+rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk" "$DIR/fio"
+mkdir -p "$DIR/ours" "$DIR/java/journal" "$DIR/java/ledgers" "$DIR/zk" "$DIR/fio" "$RESULTS"
+rm -f "$RESULTS"/*.json "$RESULTS"/*.md
+ALL_JOBS=$(grep -E '^\[[^]]+\]' "$JOBFILE" | tr -d '[]' | grep -v '^global$')
+JOBS="${JOBS:-$(echo $ALL_JOBS | tr ' ' ',')}"
+OVERRIDES=()
+FIO_OVERRIDES=()
+if [[ -n "${QUICK:-}" ]]; then
+  OVERRIDES=(--runtime=5s --ramp_time=1s)
+  FIO_OVERRIDES=(--runtime=5)
+fi
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 1
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+wait_ready() { # name port pid: the bookie answers a short bkbench probe
+  local name=$1 port=$2 pid=$3
+  for _ in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || die "$name bookie exited during start-up (log: $DIR/$name.log)"
+    if "$BKBENCH" --bookie=127.0.0.1:"$port" --name=probe --number_ios=20 --runtime=5s \
+        --timeout=5s --progress=0 --output-format=json --output=/dev/null 2>/dev/null; then
+      return 0
+    fi
+    sleep 1
+  done
+  die "$name bookie on port $port did not answer within 120 s (log: $DIR/$name.log)"
+}
+
+hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo ""; }
+
+# ---- 2. our bookie -----------------------------------------------------------------------
+log "starting our bookie on :$OURS_PORT (standalone, data in $DIR/ours)"
+"$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" >"$DIR/ours.log" 2>&1 &
+OURS_PID=$!
+PIDS+=("$OURS_PID")
+
+# ---- 3. ZooKeeper + the stock Java bookie ---------------------------------------------------
+log "starting ZooKeeper on :$ZK_PORT and the Java bookie on :$JAVA_PORT"
+java -Xmx256m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist=ruok \
+  -cp "$CP" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$DIR/zk" >"$DIR/zk.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 100); do
+  r=$({ exec 3<>/dev/tcp/127.0.0.1/"$ZK_PORT" && echo ruok >&3 && cat <&3; } 2>/dev/null || true)
+  [[ "$r" == imok ]] && break
+  sleep 0.2
+done
+[[ "${r:-}" == imok ]] || die "ZooKeeper did not start (log: $DIR/zk.log)"
+
+cat >"$DIR/java/bk_server.conf" <<EOF
+# Equivalent settings to our bookie: journal written and fsynced before every ack.
+bookiePort=$JAVA_PORT
+advertisedAddress=127.0.0.1
+allowLoopback=true
+journalDirectories=$DIR/java/journal
+ledgerDirectories=$DIR/java/ledgers
+metadataServiceUri=zk+hierarchical://127.0.0.1:$ZK_PORT/ledgers
+zkServers=127.0.0.1:$ZK_PORT
+journalWriteData=true
+journalSyncData=true
+ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
+nettyMaxFrameSizeBytes=5253120
+httpServerEnabled=false
+diskUsageThreshold=0.99
+diskUsageWarnThreshold=0.98
+EOF
+cat >"$DIR/java/log4j2.xml" <<'EOF'
+<Configuration status="warn"><Appenders><Console name="c" target="SYSTEM_OUT"><PatternLayout pattern="%d %p %c{1} %m%n"/></Console></Appenders>
+<Loggers><Root level="warn"><AppenderRef ref="c"/></Root></Loggers></Configuration>
+EOF
+JAVA_OPTS=(-Xms1g -Xmx1g -XX:MaxDirectMemorySize=1g -Dlog4j2.configurationFile="$DIR/java/log4j2.xml")
+java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.bookie.BookieShell -conf "$DIR/java/bk_server.conf" \
+  initnewcluster >"$DIR/java-init.log" 2>&1 || die "Java metadata init (BookieShell initnewcluster) failed (log: $DIR/java-init.log)"
+java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.server.Main --conf "$DIR/java/bk_server.conf" >"$DIR/java.log" 2>&1 &
+JAVA_PID=$!
+PIDS+=("$JAVA_PID")
+
+wait_ready ours "$OURS_PORT" "$OURS_PID"
+wait_ready java "$JAVA_PORT" "$JAVA_PID"
+log "both bookies answer; running: $JOBS"
+
+# ---- 4. the job set, alternating -----------------------------------------------------------
+OURS_FILES=() JAVA_FILES=() FIO_FILES=()
+for job in ${JOBS//,/ }; do
+  for side in ours java; do
+    port=$OURS_PORT; [[ $side == java ]] && port=$JAVA_PORT
+    out="$RESULTS/$side-$job.json"
+    log "$job against $side"
+    rc=0
+    extra=()
+    if [[ -n "${QUICK:-}" ]] && grep -A12 "^\[$job\]" "$JOBFILE" | grep -q '^prefill='; then
+      extra=(--prefill=128m)
+    fi
+    "$BKBENCH" "$JOBFILE" --section="$job" --bookie=127.0.0.1:"$port" "${OVERRIDES[@]}" "${extra[@]}" \
+      --write_lat_log="$RESULTS/$side" --output-format=json --output="$out" || rc=$?
+    [[ $rc -le 2 ]] || die "bkbench failed against $side on $job (exit $rc)"
+    [[ $side == ours ]] && OURS_FILES+=("$out") || JAVA_FILES+=("$out")
+  done
+  if grep -q "^\[$job\]" "$FIOFILE"; then
+    log "$job with fio (the disk's limit)"
+    (cd "$DIR/fio" && fio "$FIOFILE" --section="$job" "${FIO_OVERRIDES[@]}" --output-format=json \
+      --output="$RESULTS/fio-$job.json") || die "fio failed on $job"
+    rm -f "$DIR/fio/fio-bench.dat"
+    FIO_FILES+=("$RESULTS/fio-$job.json")
+  fi
+done
+
+OURS_HWM=$(hwm_kib "$OURS_PID")
+JAVA_HWM=$(hwm_kib "$JAVA_PID")
+kill -0 "$OURS_PID" 2>/dev/null || log "WARNING: our bookie is not running any more (log: $DIR/ours.log)"
+kill -0 "$JAVA_PID" 2>/dev/null || log "WARNING: the Java bookie is not running any more (log: $DIR/java.log)"
+
+join() { local IFS=,; echo "$*"; }
+ARGS=(--ours="$(join "${OURS_FILES[@]}")" --java="$(join "${JAVA_FILES[@]}")")
+[[ ${#FIO_FILES[@]} -gt 0 ]] && ARGS+=(--fio="$(join "${FIO_FILES[@]}")")
+[[ -n "$OURS_HWM" ]] && ARGS+=(--rss-ours="$OURS_HWM")
+[[ -n "$JAVA_HWM" ]] && ARGS+=(--rss-java="$JAVA_HWM")
+{
+  echo "bookie-rs vs Java bookie vs fio, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, data in $DIR"
+  echo "(ratios: ours/java; > 1 is better for IOPS and MiB/s, < 1 is better for latency)"
+  echo
+  "$BKBENCH" compare "${ARGS[@]}"
+} | tee "$RESULTS/compare.md"
+cp "$DIR/ours.log" "$DIR/java.log" "$RESULTS/" 2>/dev/null || true
+log "results, JSON reports, per-second CSV/SVG logs: $RESULTS"

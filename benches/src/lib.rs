@@ -1,0 +1,16 @@
+//! bkbench as a library: the job model, the wire client and the reports, shared by the
+//! `bkbench` binary (main.rs) and the end-to-end tests (benches/tests/).
+//!
+//! Map: options.rs (option table, value parsers, typed JobSpec) -> jobfile.rs (INI files,
+//! command line, groups) -> job.rs (runs a job over client.rs connections, paced by
+//! ratelimit.rs, measured by stats.rs) -> report.rs (text, JSON, CSV) and chart.rs (SVG);
+//! compare.rs builds the ours-vs-Java-vs-fio table.
+pub mod chart;
+pub mod client;
+pub mod compare;
+pub mod job;
+pub mod jobfile;
+pub mod options;
+pub mod ratelimit;
+pub mod report;
+pub mod stats;
