@@ -38,6 +38,11 @@ pub enum GcScanError {
     RootMissing(String),
     #[error("{0} does not look like a BookKeeper ledgers root (no `available` child); refusing to scan it")]
     NotALedgersRoot(String),
+    #[error(
+        "{path} names ledger manager {layout:?}, whose metadata is not a ZooKeeper ledger tree; \
+         refusing to garbage-collect from a scan that would find no ledgers"
+    )]
+    UnsupportedLayout { path: String, layout: String },
     #[error("ZooKeeper getChildren {path} failed: {source}")]
     Zk { path: String, source: zk::Error },
     #[error("ZooKeeper getChildren {path} timed out after {timeout:?}")]
@@ -127,6 +132,48 @@ struct Pending {
     dir_levels_left: u8,
 }
 
+/// Checks that `LAYOUT` (registration.md 2.1: `<version>\n<factory class>:<manager version>`)
+/// names a ledger manager whose metadata lives in this ZooKeeper tree (hierarchical,
+/// long-hierarchical, legacy or flat, possibly under a shaded package). Any other manager
+/// (e.g. `ms`) would make the scan find nothing and GC delete everything.
+async fn check_layout(client: &zk::Client, path: &str, t: Duration) -> Result<(), GcScanError> {
+    let data = match tokio::time::timeout(t, client.get_data(path)).await {
+        Ok(Ok((data, _))) => data,
+        Ok(Err(zk::Error::NoNode)) => return Ok(()),
+        Ok(Err(source)) => {
+            return Err(GcScanError::Zk {
+                path: path.to_string(),
+                source,
+            })
+        }
+        Err(_) => {
+            return Err(GcScanError::Timeout {
+                path: path.to_string(),
+                timeout: t,
+            })
+        }
+    };
+    let text = String::from_utf8_lossy(&data);
+    let class = text
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim();
+    if class.ends_with("HierarchicalLedgerManagerFactory")
+        || class.ends_with("FlatLedgerManagerFactory")
+    {
+        Ok(())
+    } else {
+        Err(GcScanError::UnsupportedLayout {
+            path: path.to_string(),
+            layout: text.into_owned(),
+        })
+    }
+}
+
 /// Scans with default options.
 pub async fn scan_live_ledgers(
     client: &zk::Client,
@@ -177,6 +224,9 @@ pub async fn scan_live_ledgers_with(
         .ok_or_else(|| GcScanError::RootMissing(root.to_string()))?;
     if !top.iter().any(|c| c == "available") {
         return Err(GcScanError::NotALedgersRoot(root.to_string()));
+    }
+    if top.iter().any(|c| c == "LAYOUT") {
+        check_layout(client, &format!("{root}/LAYOUT"), t).await?;
     }
     let mut listings = 1;
     let mut ids = Vec::new();

@@ -120,6 +120,29 @@ async fn failed_scans_are_errors_never_empty() {
     let err = scan_live_ledgers(&c, "/gc2/notbk").await.unwrap_err();
     assert!(matches!(err, GcScanError::NotALedgersRoot(_)), "{err}");
 
+    // A LAYOUT naming a manager whose metadata is elsewhere: refuse (GC would delete all).
+    init_cluster(&c, "/gc2/ms", None).await;
+    c.set_data(
+        "/gc2/ms/LAYOUT",
+        b"2\norg.apache.bookkeeper.meta.MSLedgerManagerFactory:1",
+        None,
+    )
+    .await
+    .unwrap();
+    let err = scan_live_ledgers(&c, "/gc2/ms").await.unwrap_err();
+    assert!(
+        matches!(err, GcScanError::UnsupportedLayout { .. }),
+        "{err}"
+    );
+    c.set_data(
+        "/gc2/ms/LAYOUT",
+        b"2\norg.apache.bookkeeper.meta.LongHierarchicalLedgerManagerFactory:1",
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(scan_live_ledgers(&c, "/gc2/ms").await.unwrap().is_empty());
+
     // ZooKeeper unreachable (connection cut and refused): the scan fails within the timeout.
     let proxy = ZkProxy::start(&server.connect).await;
     let through = zk::Client::connector()
