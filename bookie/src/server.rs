@@ -8,8 +8,10 @@
 //!   [`Bookie::dispatch`] and spawns a task that awaits the reply and queues the encoded
 //!   response. Permits are taken *before* the next read from the socket, so at a cap the
 //!   bookie stops reading that socket (TCP pushes back on the client) instead of buffering;
-//! - the **writer** drains a bounded queue of encoded responses, coalescing what is
-//!   ready into one write. Responses go out in completion order; clients match them by
+//! - the **writer** drains a bounded queue of encoded responses (bounded in count and in
+//!   bytes: a completed request waits for room, holding its permit, so a client that does
+//!   not read its responses ends up not being read either), coalescing what is ready into
+//!   one write. Responses go out in completion order; clients match them by
 //!   key (v2: ledger+entry+opcode, batch: requestId, v3: txnId+operation).
 //!
 //! Invariants: a malformed frame closes that one connection (no response, like the Java
@@ -29,7 +31,7 @@ use bk_proto::frame::FrameDecoder;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::handlers::Bookie;
 use codec::{Decoded, Echo};
@@ -47,6 +49,9 @@ pub struct ServerConfig {
     pub limits: LimitsConfig,
     /// Responses queued per connection before completing requests wait.
     pub response_queue_len: usize,
+    /// Response bytes queued per connection and not yet written; a completed request
+    /// waits (holding its in-progress permit) while its connection is over this.
+    pub response_queue_bytes: usize,
     /// How long SIGTERM waits for in-flight requests.
     pub drain_timeout: Duration,
 }
@@ -59,6 +64,7 @@ impl Default for ServerConfig {
             tcp_nodelay: true,
             limits: LimitsConfig::default(),
             response_queue_len: 1024,
+            response_queue_bytes: 32 * 1024 * 1024,
             drain_timeout: Duration::from_secs(10),
         }
     }
@@ -251,7 +257,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         .set_nodelay(shared.config.tcp_nodelay)
         .map_err(|e| format!("set TCP_NODELAY: {e}"))?;
     let (mut reader, writer) = stream.into_split();
-    let (tx, rx) = mpsc::channel::<Bytes>(shared.config.response_queue_len.max(1));
+    let (tx, rx) = mpsc::channel::<Queued>(shared.config.response_queue_len.max(1));
+    let budget = ResponseBudget::new(shared.config.response_queue_bytes);
     let writer_task = tokio::spawn(write_responses(writer, rx));
     let conn_limits = shared.limits.connection();
     let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
@@ -271,7 +278,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
             match codec::decode(frame, &mut protocol) {
                 Decoded::Close(reason) => break 'conn Err(reason),
                 Decoded::Reply(bytes) => {
-                    if tx.send(bytes).await.is_err() {
+                    let queued = budget.queue(bytes).await;
+                    if tx.send(queued).await.is_err() {
                         break 'conn Err("writer gone".into());
                     }
                 }
@@ -288,6 +296,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     };
                     let pending = shared.bookie.dispatch(op);
                     let tx = tx.clone();
+                    let budget = budget.clone();
                     let observer = shared.observer.clone();
                     tokio::spawn(async move {
                         let reply = pending.await;
@@ -303,7 +312,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         }
                         // The response queue is bounded: a slow reader of responses makes
                         // this wait while holding its permit, which stops socket reads.
-                        let _ = tx.send(bytes).await;
+                        let queued = budget.queue(bytes).await;
+                        let _ = tx.send(queued).await;
                         drop(permit);
                         drop(in_flight);
                     });
@@ -337,30 +347,77 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
 /// one write.
 async fn write_responses(
     mut writer: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Bytes>,
+    mut rx: mpsc::Receiver<Queued>,
 ) {
     const COALESCE_BYTES: usize = 256 * 1024;
     let mut out = BytesMut::new();
+    let mut batch: Vec<Queued> = Vec::new();
     while let Some(first) = rx.recv().await {
-        if first.len() >= COALESCE_BYTES {
-            if writer.write_all(&first).await.is_err() {
+        if first.bytes.len() >= COALESCE_BYTES {
+            if writer.write_all(&first.bytes).await.is_err() {
                 return;
             }
             continue;
         }
         out.clear();
-        out.extend_from_slice(&first);
+        out.extend_from_slice(&first.bytes);
+        batch.push(first);
         while out.len() < COALESCE_BYTES {
             match rx.try_recv() {
-                Ok(next) => out.extend_from_slice(&next),
+                Ok(next) => {
+                    out.extend_from_slice(&next.bytes);
+                    batch.push(next);
+                }
                 Err(_) => break,
             }
         }
         if writer.write_all(&out).await.is_err() {
             return;
         }
+        // Written: give the budget back.
+        batch.clear();
     }
     let _ = writer.shutdown().await;
+}
+
+/// An encoded response waiting in a connection's queue, holding its share of the
+/// connection's response-byte budget until it has been written.
+struct Queued {
+    bytes: Bytes,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+/// A connection's response-byte budget.
+#[derive(Clone)]
+struct ResponseBudget {
+    semaphore: Arc<Semaphore>,
+    capacity: u32,
+}
+
+impl ResponseBudget {
+    fn new(bytes: usize) -> Self {
+        let capacity = bytes.clamp(1, u32::MAX as usize) as u32;
+        ResponseBudget {
+            semaphore: Arc::new(Semaphore::new(capacity as usize)),
+            capacity,
+        }
+    }
+
+    /// Waits for room for `bytes` (a response larger than the whole budget takes all of it).
+    async fn queue(&self, bytes: Bytes) -> Queued {
+        let want = (bytes.len().min(u32::MAX as usize) as u32).min(self.capacity);
+        let permit = if want == 0 {
+            None
+        } else {
+            // Never closed; if it were, sending without a permit is still bounded by the
+            // queue length.
+            self.semaphore.clone().acquire_many_owned(want).await.ok()
+        };
+        Queued {
+            bytes,
+            _budget: permit,
+        }
+    }
 }
 
 /// The echo fields of a request, kept while it is processed (re-exported for tests).
