@@ -22,7 +22,7 @@ use crate::record::Record;
 use crate::replay::write_checkpoint;
 use crate::segments::SegmentFiles;
 use crate::Seq;
-use bk_disk::{Completion, Disk, FileId, Op};
+use bk_disk::{AlignedBuf, Completion, Disk, FileId, Op};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -76,10 +76,28 @@ impl Msg {
 }
 
 const GROUP_USER_DATA: u64 = 1;
+const SPARE_USER_DATA: u64 = 2;
+/// Bytes per zero-fill write of a spare built in the background (small, so a group
+/// queued behind it on the device waits little).
+const SPARE_CHUNK: usize = 256 * 1024;
 /// Messages taken from the channel per loop turn (bounds the time between turns).
 const DRAIN_MAX: usize = 8192;
 /// How long to wait before retrying a failed spare-segment creation.
 const SPARE_RETRY: Duration = Duration::from_secs(10);
+
+/// A spare segment being pre-written in the background, one operation at a time,
+/// interleaved with group writes (different files).
+struct SpareBuild {
+    file: FileId,
+    n: u64,
+    tmp: PathBuf,
+    allocated: bool,
+    /// Bytes zero-filled so far.
+    written: u64,
+    synced: bool,
+    op_in_flight: bool,
+    buf: Option<AlignedBuf>,
+}
 
 struct InFlightGroup {
     id: u64,
@@ -112,6 +130,7 @@ pub(crate) struct Committer {
     closed_admission: bool,
     direct: bool,
     spare_failed_at: Option<Instant>,
+    spare: Option<SpareBuild>,
 }
 
 impl Committer {
@@ -149,6 +168,7 @@ impl Committer {
             closed_admission: false,
             direct,
             spare_failed_at: None,
+            spare: None,
         }
     }
 
@@ -163,6 +183,21 @@ impl Committer {
             && self.gc.is_idle()
             && self.checkpoints.is_empty()
             && self.rx.is_empty()
+            && self.spare.is_none()
+    }
+
+    fn spare_op_in_flight(&self) -> bool {
+        self.spare.as_ref().is_some_and(|s| s.op_in_flight)
+    }
+
+    /// Waits for the background spare's operation, so that synchronous work
+    /// (`run_one`) can follow without swallowing its completion.
+    fn quiesce_spare(&mut self) {
+        while self.spare_op_in_flight() {
+            for c in self.disk.reap(1) {
+                self.on_completion(c);
+            }
+        }
     }
 
     /// One turn of the committer loop. With `block`, waits for work when there is
@@ -185,7 +220,8 @@ impl Committer {
             }
         }
         self.deliver_acks();
-        if self.in_flight.is_some() {
+        self.step_spare();
+        if self.in_flight.is_some() || (self.spare_op_in_flight() && !self.rx.is_empty()) {
             let completions = self.disk.reap(1);
             for c in completions {
                 self.on_completion(c);
@@ -194,10 +230,15 @@ impl Committer {
             return true;
         }
         if self.shutdown && self.gc.is_idle() && self.checkpoints.is_empty() {
+            self.abandon_spare();
             return false;
         }
-        if self.gc.is_idle() && !self.shutdown {
-            self.maybe_make_spare();
+        if self.spare_op_in_flight() {
+            // Only the background spare is busy: wait for it (one chunk at most).
+            for c in self.disk.reap(1) {
+                self.on_completion(c);
+            }
+            return true;
         }
         if !block {
             return true;
@@ -229,6 +270,7 @@ impl Committer {
 
     /// Closes the open segment (end of the thread).
     pub(crate) fn finish(&mut self) {
+        self.abandon_spare();
         if let Some((_, f)) = self.current.take() {
             if let Err(e) = self.disk.close(f) {
                 tracing::warn!(dir = %self.dir.display(), "closing journal segment at shutdown: {e}");
@@ -281,6 +323,7 @@ impl Committer {
                     return;
                 }
             }
+            self.quiesce_spare();
             match self.files.take_for(self.disk.as_mut(), seg) {
                 Ok(f) => {
                     self.current = Some((seg, f));
@@ -327,6 +370,10 @@ impl Committer {
     }
 
     fn on_completion(&mut self, c: Completion) {
+        if c.user_data == SPARE_USER_DATA {
+            self.on_spare_completion(c);
+            return;
+        }
         if c.user_data != GROUP_USER_DATA {
             tracing::warn!(
                 user_data = c.user_data,
@@ -417,6 +464,9 @@ impl Committer {
     }
 
     fn run_checkpoints(&mut self) {
+        if !self.checkpoints.is_empty() {
+            self.quiesce_spare();
+        }
         while let Some((mark, reply)) = self.checkpoints.pop_front() {
             let r = self.checkpoint(mark);
             let _ = reply.send(r);
@@ -478,30 +528,138 @@ impl Committer {
         Ok(())
     }
 
-    /// With nothing to do, pre-write a spare segment so the next rotation is a
-    /// rename. A failure here is not fatal (nothing was acknowledged from it); the
-    /// rotation will try again and fail fatally if the disk still refuses.
-    fn maybe_make_spare(&mut self) {
-        if !self.files.free.is_empty() || self.gc.failed().is_some() {
+    /// Keeps one spare segment ready: when the free pool is empty, starts building
+    /// one in the background and advances it one operation at a time (fallocate,
+    /// zero-fill chunks, fdatasync, then rename + directory sync). A failure here is
+    /// not fatal (nothing acknowledged depends on it): the spare is dropped and
+    /// retried later; a rotation with an empty pool creates a segment synchronously.
+    fn step_spare(&mut self) {
+        if self.spare.is_none() {
+            if !self.files.free.is_empty()
+                || self.gc.failed().is_some()
+                || self.shutdown
+                || self
+                    .spare_failed_at
+                    .is_some_and(|t| t.elapsed() < SPARE_RETRY)
+            {
+                return;
+            }
+            match self.files.begin_spare(self.disk.as_mut()) {
+                Ok((file, n, tmp)) => {
+                    self.spare = Some(SpareBuild {
+                        file,
+                        n,
+                        tmp,
+                        allocated: false,
+                        written: 0,
+                        synced: false,
+                        op_in_flight: false,
+                        buf: None,
+                    })
+                }
+                Err(e) => {
+                    self.spare_failed(format!("{e}"));
+                    return;
+                }
+            }
+        }
+        let seg_bytes = self.files.segment_bytes;
+        let Some(sp) = self.spare.as_mut() else {
+            return;
+        };
+        if sp.op_in_flight {
             return;
         }
-        if self
-            .spare_failed_at
-            .is_some_and(|t| t.elapsed() < SPARE_RETRY)
-        {
+        let op = if !sp.allocated {
+            Op::Fallocate {
+                file: sp.file,
+                offset: 0,
+                len: seg_bytes,
+            }
+        } else if sp.written < seg_bytes {
+            let n = ((seg_bytes - sp.written) as usize).min(SPARE_CHUNK);
+            let mut buf = sp
+                .buf
+                .take()
+                .filter(|b| b.capacity() >= n)
+                .unwrap_or_else(|| AlignedBuf::with_capacity(SPARE_CHUNK));
+            buf.set_len(n);
+            buf.as_mut_slice().fill(0);
+            Op::Write {
+                file: sp.file,
+                offset: sp.written,
+                buf,
+            }
+        } else if !sp.synced {
+            Op::Fdatasync { file: sp.file }
+        } else {
+            let Some(sp) = self.spare.take() else {
+                return;
+            };
+            match self
+                .files
+                .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp)
+            {
+                Ok(()) => {
+                    self.spare_failed_at = None;
+                    self.metrics
+                        .segments_created
+                        .store(self.files.created, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    let _ = self.disk.remove(&sp.tmp);
+                    self.spare_failed(format!("{e}"));
+                }
+            }
             return;
+        };
+        match self.disk.submit(SPARE_USER_DATA, op) {
+            Ok(()) => sp.op_in_flight = true,
+            Err(e) => self.drop_spare(format!("submitting spare segment work: {e}")),
         }
-        match self.files.make_spare(self.disk.as_mut()) {
-            Ok(()) => {
-                self.spare_failed_at = None;
-                self.metrics
-                    .segments_created
-                    .store(self.files.created, Ordering::Relaxed);
+    }
+
+    fn on_spare_completion(&mut self, c: Completion) {
+        let seg_bytes = self.files.segment_bytes;
+        let Some(sp) = self.spare.as_mut() else {
+            return;
+        };
+        sp.op_in_flight = false;
+        match c.result {
+            Ok(n) => {
+                if !sp.allocated {
+                    sp.allocated = true;
+                } else if sp.written < seg_bytes {
+                    sp.written += n as u64;
+                    sp.buf = c.buf;
+                } else {
+                    sp.synced = true;
+                }
             }
-            Err(e) => {
-                tracing::warn!(dir = %self.dir.display(), "pre-writing a spare journal segment failed: {e}");
-                self.spare_failed_at = Some(Instant::now());
-            }
+            Err(e) => self.drop_spare(format!("pre-writing a spare journal segment: {e}")),
+        }
+    }
+
+    fn spare_failed(&mut self, reason: String) {
+        tracing::warn!(dir = %self.dir.display(), "{reason}; retrying later");
+        self.spare_failed_at = Some(Instant::now());
+    }
+
+    /// Drops the spare being built (its operation must have completed).
+    fn drop_spare(&mut self, reason: String) {
+        if let Some(sp) = self.spare.take() {
+            let _ = self.disk.close(sp.file);
+            let _ = self.disk.remove(&sp.tmp);
+        }
+        self.spare_failed(reason);
+    }
+
+    /// Stops building the spare (shutdown): waits for its operation, removes it.
+    fn abandon_spare(&mut self) {
+        self.quiesce_spare();
+        if let Some(sp) = self.spare.take() {
+            let _ = self.disk.close(sp.file);
+            let _ = self.disk.remove(&sp.tmp);
         }
     }
 }

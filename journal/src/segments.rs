@@ -166,6 +166,52 @@ impl SegmentFiles {
         Ok(())
     }
 
+    /// Starts building a spare without blocking: creates its temporary file (empty).
+    /// The caller fallocates, zero-fills and syncs it with asynchronous operations,
+    /// then calls [`SegmentFiles::finish_spare`]. Returns (file, n, tmp path).
+    pub fn begin_spare(
+        &mut self,
+        disk: &mut dyn Disk,
+    ) -> Result<(FileId, u64, PathBuf), JournalError> {
+        let n = self.next_free_n;
+        self.next_free_n += 1;
+        let tmp = self.dir.join(format!("{}{TMP_SUFFIX}", free_file_name(n)));
+        let opts = OpenOptions {
+            create: true,
+            create_new: false,
+            write: true,
+            direct: self.direct,
+        };
+        let file = disk
+            .open(&tmp, opts)
+            .map_err(|e| io_err("create spare segment", &tmp, e))?;
+        if let Err(e) = disk.set_len(file, 0) {
+            let _ = disk.close(file);
+            return Err(io_err("truncate spare segment", &tmp, e));
+        }
+        Ok((file, n, tmp))
+    }
+
+    /// Completes a spare whose bytes are all written and synced: close, rename to
+    /// its free name, sync the directory, add it to the pool.
+    pub fn finish_spare(
+        &mut self,
+        disk: &mut dyn Disk,
+        file: FileId,
+        n: u64,
+        tmp: &Path,
+    ) -> Result<(), JournalError> {
+        disk.close(file)
+            .map_err(|e| io_err("close spare segment", tmp, e))?;
+        let to = self.dir.join(free_file_name(n));
+        disk.rename(tmp, &to)
+            .map_err(|e| io_err("rename spare segment", tmp, e))?;
+        self.sync_dir(disk)?;
+        self.created += 1;
+        self.free.push((n, to));
+        Ok(())
+    }
+
     /// Opens segment `id` for writing: a free file renamed to its name (durably), or
     /// a new zero-filled file when the pool is empty.
     pub fn take_for(&mut self, disk: &mut dyn Disk, id: u64) -> Result<FileId, JournalError> {
