@@ -13,6 +13,11 @@
 //! Invariants: no decoder panics on any input (length checks before every slice, no unchecked
 //! arithmetic on wire values); payloads are `Bytes` views of the received frame (entries are
 //! never copied on decode); encoders always write proto2 required fields.
+//!
+//! Acceptance follows protobuf-java (BookKeeper <= 4.17, the client Pulsar bundles): missing
+//! required fields and unknown values of required enums are rejected. Known difference: a
+//! proto2 `string` field (`authPluginName`, `ContextPair`) holding invalid UTF-8 is rejected by
+//! prost but accepted by protobuf-java; stock Java clients cannot produce such strings.
 pub mod availability;
 pub mod entry;
 mod error;
