@@ -30,7 +30,8 @@ for d in ("read", "write"):
 sz=$(mb 256)
 # Flush shapes: sequential writes of a segment-sized file, one fdatasync at the end.
 run seqwrite-64k  --rw=write --bs=64k --size="$sz" --iodepth=4 --end_fsync=1
-run seqwrite-5m   --rw=write --bs=1m  --size="$sz" --iodepth=4 --end_fsync=1
+run seqwrite-1m   --rw=write --bs=1m  --size="$sz" --iodepth=4 --end_fsync=1
+run seqwrite-5m   --rw=write --bs=5m  --size="$sz" --iodepth=1 --end_fsync=1
 # Cold random 4 KiB reads at queue depth 32.
 rsz=$(mb 64)
 run randread-4k-qd32 --rw=randread --bs=4k --size="$rsz" --iodepth=32 --runtime=3 --time_based

@@ -19,7 +19,8 @@ pub struct ReadCache {
     order: VecDeque<(u64, u64)>,
     bytes: usize,
     capacity: usize,
-    last_read: HashMap<u64, u64>,
+    /// ledger -> (last entry read, length of the sequential run ending there)
+    last_read: HashMap<u64, (u64, u32)>,
 }
 
 impl ReadCache {
@@ -88,17 +89,20 @@ impl ReadCache {
         self.order.retain(|(l, _)| !ledgers.contains(l));
         self.last_read.retain(|l, _| !ledgers.contains(l));
     }
-    /// Records a read of `entry` and says whether it continues a sequential scan
-    /// (the previous read of this ledger was `entry - 1`).
+    /// Records a read of `entry` and says whether it continues a sequential scan: the
+    /// two previous reads of this ledger were `entry - 2` and `entry - 1` (one match
+    /// is too often a coincidence among random readers, and read-ahead is costly).
     pub fn note_read(&mut self, ledger: u64, entry: u64) -> bool {
-        let seq = entry
-            .checked_sub(1)
-            .is_some_and(|p| self.last_read.get(&ledger) == Some(&p));
-        if self.last_read.len() >= MAX_TRACKED && !self.last_read.contains_key(&ledger) {
+        let prev = self.last_read.get(&ledger).copied();
+        let run = match prev {
+            Some((last, run)) if entry.checked_sub(1) == Some(last) => run.saturating_add(1),
+            _ => 0,
+        };
+        if self.last_read.len() >= MAX_TRACKED && prev.is_none() {
             self.last_read.clear();
         }
-        self.last_read.insert(ledger, entry);
-        seq
+        self.last_read.insert(ledger, (entry, run));
+        run >= 2
     }
 }
 
@@ -122,7 +126,9 @@ mod tests {
             "larger than half is not cached"
         );
         assert!(!c.note_read(2, 5));
-        assert!(c.note_read(2, 6));
+        assert!(!c.note_read(2, 6), "one step is not yet a scan");
+        assert!(c.note_read(2, 7));
+        assert!(!c.note_read(2, 3));
         c.remove_ledgers(&[1].into_iter().collect());
         assert_eq!(c.bytes(), 0);
     }

@@ -141,7 +141,14 @@ fn bench_random_reads(a: &Args) -> Result<(), String> {
         let log = open(&dir, a.kind)?;
         fill(&log, 16, count, 4096)?;
     }
-    let log = Arc::new(open(&dir, a.kind)?);
+    // Cold: no read-ahead, so every read goes to the disk (O_DIRECT).
+    let cfg = EntryLogConfig {
+        readahead_entries: 1,
+        ..config()
+    };
+    let log = Arc::new(
+        EntryLog::open(vec![dir.clone()], cfg, factory(a.kind)).map_err(|e| e.to_string())?,
+    );
     let per_ledger = count / 16;
     let done = Arc::new(AtomicU64::new(0));
     let dur = Duration::from_secs_f64((3.0 * a.scale).clamp(1.0, 10.0));
