@@ -25,7 +25,9 @@
 //! * a node owned by another session is never deleted or taken over: we wait up to `zkTimeout`
 //!   for it to expire, then fail (two bookies with one id must not both run);
 //! * a failed or timed-out ZooKeeper call is an error to the caller, never treated as success;
-//! * every ZooKeeper call is bounded by a timeout (2 x zkTimeout).
+//! * every ZooKeeper call is bounded by a timeout (2 x zkTimeout);
+//! * a mode change that could not be published (connection loss, node held by another
+//!   session) is retried every 2 s by the session watcher until ZooKeeper shows it.
 
 pub mod bookie_id;
 pub mod service_info;
@@ -85,6 +87,9 @@ pub enum RegistrationError {
 }
 
 type Result<T, E = RegistrationError> = std::result::Result<T, E>;
+
+/// How often the session watcher retries a registration mode change that failed.
+const RECONCILE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Published registration mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -655,7 +660,14 @@ impl Inner {
                     zk::SessionState::SyncConnected => {}
                     other => tracing::info!(state = ?other, "ZooKeeper session state"),
                 }
-                state = watcher.changed().await;
+                // Wait for the next state change; meanwhile, every few seconds, re-publish a
+                // mode change that failed (e.g. connection loss during a transition).
+                state = loop {
+                    tokio::select! {
+                        s = watcher.changed() => break s,
+                        _ = tokio::time::sleep(RECONCILE_INTERVAL) => self.reconcile().await,
+                    }
+                };
             }
             if self.shutting_down.load(Ordering::SeqCst) {
                 return;
@@ -688,6 +700,26 @@ impl Inner {
                 tracing::error!(%reason, "bookie must shut down");
                 let _ = self.fatal_tx.send(Some(reason));
                 return;
+            }
+        }
+    }
+
+    /// Publishes the wanted mode if a previous attempt failed (no-op when they agree).
+    async fn reconcile(&self) {
+        let mut p = self.published.lock().await;
+        let agree = match p.mode {
+            Mode::Writable => !p.wanted_read_only,
+            Mode::ReadOnly => p.wanted_read_only,
+            Mode::Unregistered => false,
+        };
+        if agree || !p.registered_once || self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(client) = self.client() else { return };
+        match self.publish(&client, &mut p).await {
+            Ok(()) => tracing::info!(mode = ?p.mode, "registration mode re-published"),
+            Err(e) => {
+                tracing::warn!(error = %e, "registration mode still not published; will retry")
             }
         }
     }

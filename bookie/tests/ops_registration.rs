@@ -380,6 +380,57 @@ async fn node_held_by_another_session_is_waited_for_then_refused() {
     reg.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_mode_change_is_retried_until_published() {
+    let Some(server) = zk_server("failed_mode_change_is_retried_until_published") else {
+        return;
+    };
+    let obs = observer(server).await;
+    let root = "/reg8/ledgers";
+    init_cluster(&obs, root, None).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = bookie_config(server, root, tmp.path(), 3189, &["zkTimeout=1500"]);
+    let addr = resolve_bookie_address(&cfg, cfg.bookie_port).unwrap();
+    let reg = Registration::connect(&cfg, &addr).await.unwrap();
+    reg.register(false).await.unwrap();
+    let w = format!("{root}/available/127.0.0.1:3189");
+    let ro = format!("{root}/available/readonly/127.0.0.1:3189");
+
+    // Another session holds the read-only node: the transition fails, the bookie stays listed
+    // as writable.
+    let squatter = observer(server).await;
+    squatter
+        .create(
+            &ro,
+            b"",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let err = reg.set_read_only(true).await.unwrap_err();
+    assert!(
+        matches!(err, RegistrationError::AlreadyRegistered { .. }),
+        "{err}"
+    );
+    assert_eq!(reg.mode().await, Mode::Writable);
+    assert!(exists(&obs, &w).await);
+
+    // Once released, the watcher publishes the wanted mode by itself.
+    drop(squatter);
+    let me = reg.client().unwrap().session_id().0;
+    wait_until(
+        "read-only mode re-published",
+        Duration::from_secs(15),
+        || async {
+            matches!(obs.get_data(&ro).await, Ok((_, s)) if s.ephemeral_owner == me)
+                && !exists(&obs, &w).await
+        },
+    )
+    .await;
+    assert_eq!(reg.mode().await, Mode::ReadOnly);
+    reg.shutdown().await;
+}
+
 /// Expires the bookie's session: its connection (through `proxy`) is cut, a second client
 /// attaches to the same session directly, runs `before_close`, and closes the session; then the
 /// proxy lets the bookie reconnect, and the server answers "session expired".
