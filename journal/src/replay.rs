@@ -199,6 +199,11 @@ impl SegFile {
         Ok(c.get(lo..hi).unwrap_or(&[]))
     }
 
+    /// Forgets the cached bytes (the next access reads the device again).
+    pub(crate) fn invalidate(&mut self) {
+        self.cache = None;
+    }
+
     pub(crate) fn close(&mut self, disk: &mut dyn Disk) {
         self.cache = None;
         let _ = disk.close(self.file);
@@ -335,7 +340,15 @@ pub(crate) fn walk(
     let mut pos = 0u64;
     loop {
         let bad: FormatError = if pos < segs[cur].len {
-            match try_group(&mut segs[cur], disk, pos, journal_id, last, &mut read)? {
+            let mut attempt = try_group(&mut segs[cur], disk, pos, journal_id, last, &mut read)?;
+            if attempt.is_err() {
+                // Read it again from the device before judging: a transient read
+                // error (a flipped bit on the bus) must not make an acknowledged
+                // last group look like a torn tail.
+                segs[cur].invalidate();
+                attempt = try_group(&mut segs[cur], disk, pos, journal_id, last, &mut read)?;
+            }
+            match attempt {
                 Ok(g) => {
                     w.highest_claimed = w.highest_claimed.max(Seq(g.header.last_seq()));
                     for (seq, kind, payload) in g.records {
@@ -520,31 +533,44 @@ pub(crate) fn read_checkpoint(
         write: false,
         direct,
     };
-    let file = disk
-        .open(&path, opts)
-        .map_err(|e| JournalError::io("open checkpoint", &path, e))?;
-    let buf = AlignedBuf::with_capacity(SECTOR);
-    let c = run_one(
-        disk,
-        Op::Read {
-            file,
-            offset: 0,
-            len: SECTOR,
-            buf,
-        },
-    );
-    let _ = disk.close(file);
-    let n = c
-        .result
-        .map_err(|e| JournalError::io("read checkpoint", &path, e))?;
-    let b = c.buf.ok_or_else(|| {
-        JournalError::io("read checkpoint", &path, std::io::Error::other("no buffer"))
-    })?;
-    let bytes = &b.as_slice()[..n.min(b.len())];
-    format::CheckpointRecord::decode(bytes).map_err(|e| JournalError::Corruption {
+    // Two attempts: a checksum failure is confirmed by a second read from the
+    // device before the journal refuses to open (a transient read error is not
+    // corruption).
+    let mut last_err = None;
+    for _ in 0..2 {
+        let file = disk
+            .open(&path, opts)
+            .map_err(|e| JournalError::io("open checkpoint", &path, e))?;
+        let buf = AlignedBuf::with_capacity(SECTOR);
+        let c = run_one(
+            disk,
+            Op::Read {
+                file,
+                offset: 0,
+                len: SECTOR,
+                buf,
+            },
+        );
+        let _ = disk.close(file);
+        let n = c
+            .result
+            .map_err(|e| JournalError::io("read checkpoint", &path, e))?;
+        let b = c.buf.ok_or_else(|| {
+            JournalError::io("read checkpoint", &path, std::io::Error::other("no buffer"))
+        })?;
+        let bytes = &b.as_slice()[..n.min(b.len())];
+        match format::CheckpointRecord::decode(bytes) {
+            Ok(c) => return Ok(c),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(JournalError::Corruption {
         path: path.clone(),
         offset: 0,
-        reason: format!("checkpoint file: {e}"),
+        reason: format!(
+            "checkpoint file: {}",
+            last_err.map(|e| e.to_string()).unwrap_or_default()
+        ),
     })
 }
 

@@ -100,17 +100,28 @@ fn open_and_check(
     cfg: &JournalConfig,
     model: &Model,
 ) -> (Journal, Vec<Driver>) {
-    let mut recs: Vec<ReplayedRecord> = Vec::new();
-    let (j, replay, drivers) = Journal::open_manual(
-        d,
-        cfg.clone(),
-        sim_factory(fs),
-        &mut |r: &ReplayedRecord| {
-            recs.push(r.clone());
-            Ok(())
-        },
-    )
-    .unwrap_or_else(|e| panic!("seed {seed}: open failed: {e}"));
+    let try_open = || {
+        let mut recs: Vec<ReplayedRecord> = Vec::new();
+        Journal::open_manual(
+            d,
+            cfg.clone(),
+            sim_factory(fs),
+            &mut |r: &ReplayedRecord| {
+                recs.push(r.clone());
+                Ok(())
+            },
+        )
+        .map(|(j, r, drivers)| (j, r, drivers, recs))
+    };
+    let mut opened = try_open();
+    if let (Err(JournalError::Io { .. }), true) = (&opened, fs.faults().read_eio > 0.0) {
+        // An injected read error fails the open (never a silent short replay); the
+        // operator retries, and so does the test, without read faults.
+        fs.set_faults(Faults::default());
+        opened = try_open();
+    }
+    let (j, replay, drivers, recs) =
+        opened.unwrap_or_else(|e| panic!("seed {seed}: open failed: {e}"));
     for (di, dr) in replay.dirs.iter().enumerate() {
         let cm = dr.checkpoint_mark;
         assert!(
@@ -220,8 +231,18 @@ pub fn replay_seed(seed: u64) {
     };
     let lives = rng.random_range(2..4);
     let verbose = std::env::var("BK_SIM_VERBOSE").is_ok();
+    // Some seeds replay with transient read faults (bit flips, EIO) at every open.
+    let read_faults = rng.random_bool(0.25);
     for life in 0..lives {
-        fs.set_faults(Faults::default());
+        fs.set_faults(if read_faults {
+            Faults {
+                read_bit_flip: 0.05,
+                read_eio: 0.01,
+                ..Faults::default()
+            }
+        } else {
+            Faults::default()
+        });
         let (j, mut drivers) = open_and_check(seed, &fs, &d, &cfg, &model);
         let faults = random_faults(&mut rng);
         if verbose {
