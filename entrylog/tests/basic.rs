@@ -334,3 +334,53 @@ fn a_corrupt_finished_segment_stops_start_up() {
         Ok(_) => panic!("a corrupt segment was accepted"),
     }
 }
+
+#[test]
+fn compaction_is_rate_limited_and_reclaims_space() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let fs = SimFs::new(10);
+    let mut cfg = small_config();
+    cfg.compaction_rate_bytes_per_sec = 1_000_000;
+    let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).unwrap();
+    for e in 0..50 {
+        for l in 1..=4u64 {
+            log.add_entry(l, e, entry(l, e, -1, 2000, e)).unwrap();
+        }
+    }
+    log.flush().unwrap();
+    let token = log.begin_gc_scan();
+    log.gc(token, &|l| l == 1).unwrap(); // 3/4 of every segment is garbage
+    let started = std::time::Instant::now();
+    let rep = log.compact(Some(0.5)).unwrap();
+    let took = started.elapsed();
+    assert!(rep.compacted_segments >= 1, "{rep:?}");
+    assert!(rep.bytes_copied >= 50 * 2024, "{rep:?}");
+    assert!(rep.reclaimed_bytes > 0, "{rep:?}");
+    // ~100 KB at 1 MB/s: at least 0.08 s.
+    assert!(
+        took >= std::time::Duration::from_millis(80),
+        "not rate-limited: {took:?}"
+    );
+    let m = log.metrics();
+    assert_eq!(
+        m.compaction_total.load(Relaxed),
+        rep.compacted_segments as u64
+    );
+    assert!(m.reclaimed_compaction_space_bytes.load(Relaxed) > 0);
+    for e in 0..50 {
+        assert_eq!(
+            log.get_entry(1, EntrySelector::Id(e)).unwrap(),
+            entry(1, e, -1, 2000, e)
+        );
+    }
+    let segs = fs
+        .durable_list_dir(&dirs()[0])
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".seg"))
+        .count();
+    assert_eq!(
+        segs, rep.compacted_segments,
+        "the old segment files are gone"
+    );
+}
