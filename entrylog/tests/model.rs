@@ -1,7 +1,9 @@
 //! Model-based test: seeded random sequences of adds, reads (by id, last, batch),
 //! fences, master keys, explicit LACs, flushes, deletions, GC scans, compactions and
-//! restarts (flush, power loss, reopen) on the simulated disk; every answer must equal
-//! what a plain in-memory model says.
+//! restarts on the simulated disk; every answer must equal what a plain in-memory
+//! model says. Two kinds of restart: flush then power loss, and power loss at any
+//! moment followed by the bookie's journal replay (every add, fence, key and explicit
+//! LAC since the last successful `flush()`, i.e. the last checkpoint).
 //!
 //! Seeds: `BK_SIM_SEEDS` (default 6) seeds of `BK_SIM_OPS` (default 300) operations.
 //! A failing seed is printed; add it to `regression_seeds` below.
@@ -22,6 +24,29 @@ struct ModelLedger {
     key: Option<Vec<u8>>,
     elac: Option<Bytes>,
     lac: Option<u64>,
+}
+
+/// A journal record the bookie would replay after a crash.
+enum JournalOp {
+    Add(u64, u64, Bytes),
+    Fence(u64),
+    Key(u64, Vec<u8>),
+    ExplicitLac(u64, Bytes),
+}
+
+fn replay(log: &EntryLog, journal: &[JournalOp]) {
+    for op in journal {
+        let r = match op {
+            JournalOp::Add(l, e, d) => log.add_entry(*l, *e, d.clone()),
+            JournalOp::Fence(l) => log.set_fenced(*l).map(|_| ()),
+            JournalOp::Key(l, k) => log.set_master_key(*l, k),
+            JournalOp::ExplicitLac(l, b) => log.set_explicit_lac(*l, b.clone()),
+        };
+        match r {
+            Ok(()) | Err(Error::LedgerDeleted(_)) => {}
+            Err(e) => panic!("replay failed: {e}"),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -99,6 +124,7 @@ fn run_seed(seed: u64, ops: usize) {
     let mut m = Model::default();
     let mut next_ledger = 1u64;
     let mut pool: Vec<u64> = Vec::new();
+    let mut journal: Vec<JournalOp> = Vec::new();
     let trace = std::env::var("BK_SIM_TRACE").is_ok();
     for step in 0..ops {
         let ctx = format!("seed {seed} step {step}");
@@ -125,6 +151,7 @@ fn run_seed(seed: u64, ops: usize) {
                 }
                 log.add_entry(l, e, data.clone())
                     .unwrap_or_else(|err| panic!("{ctx}: add {err}"));
+                journal.push(JournalOp::Add(l, e, data.clone()));
                 let ml = m.ledgers.entry(l).or_default();
                 ml.entries.insert(e, data);
                 if lac >= 0 {
@@ -146,6 +173,7 @@ fn run_seed(seed: u64, ops: usize) {
             }
             60..=63 => {
                 let changed = log.set_fenced(l).unwrap();
+                journal.push(JournalOp::Fence(l));
                 let ml = m.ledgers.entry(l).or_default();
                 assert_eq!(changed, !ml.fenced, "{ctx}: fence changed");
                 ml.fenced = true;
@@ -157,6 +185,9 @@ fn run_seed(seed: u64, ops: usize) {
                     vec![rng.random_range(1..4u8); 20]
                 };
                 let r = log.set_master_key(l, &key);
+                if r.is_ok() {
+                    journal.push(JournalOp::Key(l, key.clone()));
+                }
                 let ml = m.ledgers.entry(l).or_default();
                 let zero = |k: &[u8]| k.iter().all(|b| *b == 0);
                 match &ml.key {
@@ -178,6 +209,7 @@ fn run_seed(seed: u64, ops: usize) {
                 let v = rng.random_range(0..40u64);
                 let body = lac_body(l, v);
                 log.set_explicit_lac(l, body.clone()).unwrap();
+                journal.push(JournalOp::ExplicitLac(l, body.clone()));
                 let ml = m.ledgers.entry(l).or_default();
                 ml.elac = Some(body);
                 ml.lac = Some(ml.lac.map_or(v, |x| x.max(v)));
@@ -186,7 +218,8 @@ fn run_seed(seed: u64, ops: usize) {
                 if trace {
                     eprintln!("{ctx}: flush");
                 }
-                log.flush().unwrap_or_else(|e| panic!("{ctx}: flush {e}"))
+                log.flush().unwrap_or_else(|e| panic!("{ctx}: flush {e}"));
+                journal.clear();
             }
             79..=81 => {
                 // Deleting is only allowed for ledgers the model knows.
@@ -207,6 +240,7 @@ fn run_seed(seed: u64, ops: usize) {
                 next_ledger += 1;
                 pool.push(fresh);
                 log.set_master_key(fresh, &[9u8; 20]).unwrap();
+                journal.push(JournalOp::Key(fresh, vec![9u8; 20]));
                 m.ledgers.insert(
                     fresh,
                     ModelLedger {
@@ -267,10 +301,22 @@ fn run_seed(seed: u64, ops: usize) {
                     }
                 }
             }
-            92..=95 => {
-                log.flush().unwrap();
+            92..=93 => {
+                // Power loss without a flush; the bookie replays its journal.
                 if trace {
-                    eprintln!("{ctx}: restart; runs of 2 before: {:?}", log.debug_runs(2));
+                    eprintln!("{ctx}: crash and replay {} records", journal.len());
+                }
+                drop(log);
+                fs.crash();
+                log = open(&fs);
+                replay(&log, &journal);
+                full_check(&log, &m, &ctx);
+            }
+            94..=95 => {
+                log.flush().unwrap();
+                journal.clear();
+                if trace {
+                    eprintln!("{ctx}: restart after flush");
                 }
                 drop(log);
                 fs.crash();
