@@ -18,10 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::BookieConfig;
+use crate::handlers::Status;
 use crate::handlers::{Bookie, BookieOptions};
+use crate::metrics::{self, Counter, Gauge, Metrics, ServerStatus};
 use crate::registration::{self, Registration};
 use crate::server::limits::LimitsConfig;
-use crate::server::{Server, ServerConfig};
+use crate::server::{RequestKind, RequestObserver, Server, ServerConfig};
 use crate::storage::real::{self, RealStorage, RealStorageConfig};
 use crate::storage::{exit_on_fatal, StorageError};
 
@@ -158,8 +160,26 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         },
     );
 
-    // 3. Serve.
-    let server = Server::start(bookie.clone(), server_config(&cfg)).await?;
+    // 3. Serve, with metrics (a metrics port that cannot be bound is logged, not fatal:
+    // Java starts its endpoint only with the Prometheus provider configured).
+    let metrics = Metrics::new();
+    for i in 0..storage.journal.journals() {
+        if let Some(m) = storage.journal.metrics(i) {
+            metrics.add_collector(metrics::adapters::journal_collector(m, i));
+        }
+    }
+    metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
+    let metrics_server =
+        match metrics::MetricsServer::start_from_config(&cfg, metrics.clone()).await {
+            Ok(server) => server,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics endpoint not started");
+                None
+            }
+        };
+    let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
+    let server =
+        Server::start_with_observer(bookie.clone(), server_config(&cfg), Some(observer)).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let flusher = storage.store.spawn_flusher(
         cfg.flush_interval.max(Duration::from_millis(100)),
@@ -171,6 +191,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         storage.clone(),
         bookie.clone(),
         registration.clone(),
+        metrics.clone(),
         cfg.disk_check_interval.max(Duration::from_millis(100)),
         cfg.read_only_mode_enabled,
     ));
@@ -189,6 +210,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
     }
+    metrics.set_server_status(status_of(bookie.is_read_only()));
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
     // 5. Wait for a signal or a lost registration.
@@ -235,6 +257,10 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     if let Some(reg) = &registration {
         reg.shutdown().await;
     }
+    metrics.set_server_status(ServerStatus::Unregistered);
+    if let Some(m) = metrics_server {
+        m.shutdown();
+    }
     Ok(exit_code)
 }
 
@@ -244,6 +270,7 @@ async fn disk_monitor(
     storage: Arc<RealStorage>,
     bookie: Arc<Bookie>,
     registration: Option<Arc<Registration>>,
+    metrics: Metrics,
     interval: Duration,
     read_only_mode_enabled: bool,
 ) {
@@ -273,6 +300,7 @@ async fn disk_monitor(
         let now = bookie.is_read_only();
         if was != now {
             tracing::warn!(read_only = now, "bookie mode changed by disk usage");
+            metrics.set_server_status(status_of(now));
             if let Some(reg) = &registration {
                 if let Err(e) = reg.set_read_only(now).await {
                     tracing::error!(error = %e, "could not publish the mode change");
@@ -336,10 +364,111 @@ async fn gc_loop(
                         bookie.forget_ledger(id as i64);
                     }
                 }
-                tracing::info!(?report, "GC round done");
+                if report.deleted_ledgers > 0 || report.removed_segments > 0 {
+                    tracing::info!(?report, "GC round done");
+                } else {
+                    tracing::debug!(?report, "GC round done");
+                }
             }
             Ok(Some(Err(e))) => tracing::warn!(error = %e, "GC failed"),
             _ => return,
         }
+    }
+}
+
+/// Records the request path into the stock metrics (config.md §3).
+struct MetricsObserver(Metrics);
+
+fn request_op(kind: RequestKind) -> metrics::Op {
+    use metrics::Op;
+    match kind {
+        RequestKind::Add | RequestKind::RecoveryAdd => Op::AddEntryRequest,
+        RequestKind::Read => Op::ReadEntryRequest,
+        RequestKind::FenceRead => Op::ReadEntryFenceRequest,
+        RequestKind::LongPollRead => Op::ReadEntryLongPollRequest,
+        RequestKind::BatchRead => Op::BatchReadEntryRequest,
+        RequestKind::WriteLac => Op::WriteLacRequest,
+        RequestKind::ReadLac => Op::ReadLacRequest,
+        RequestKind::ForceLedger => Op::ForceLedgerRequest,
+        RequestKind::GetBookieInfo => Op::GetBookieInfoRequest,
+        RequestKind::ListEntries => Op::GetListOfEntriesOfLedgerRequest,
+    }
+}
+
+fn is_add(kind: RequestKind) -> bool {
+    matches!(kind, RequestKind::Add | RequestKind::RecoveryAdd)
+}
+
+fn is_entry_read(kind: RequestKind) -> bool {
+    matches!(
+        kind,
+        RequestKind::Read
+            | RequestKind::FenceRead
+            | RequestKind::LongPollRead
+            | RequestKind::BatchRead
+    )
+}
+
+impl RequestObserver for MetricsObserver {
+    fn started(&self, kind: RequestKind, request_bytes: usize) {
+        if is_add(kind) {
+            self.0.gauge_add(Gauge::AddEntryInProgress, 1);
+            self.0
+                .gauge_add(Gauge::AddEntryInProgressBytes, request_bytes as i64);
+        } else if is_entry_read(kind) {
+            self.0.gauge_add(Gauge::ReadEntryInProgress, 1);
+        }
+    }
+
+    fn finished(
+        &self,
+        kind: RequestKind,
+        latency: Duration,
+        status: Status,
+        request_bytes: usize,
+        response_bytes: usize,
+    ) {
+        let ok = status == Status::Ok;
+        self.0.op(request_op(kind)).observe(latency, ok);
+        if is_add(kind) {
+            self.0.gauge_add(Gauge::AddEntryInProgress, -1);
+            self.0
+                .gauge_add(Gauge::AddEntryInProgressBytes, -(request_bytes as i64));
+            let op = if kind == RequestKind::RecoveryAdd {
+                metrics::Op::BookieRecoveryAddEntry
+            } else {
+                metrics::Op::BookieAddEntry
+            };
+            self.0.op(op).observe(latency, ok);
+            self.0
+                .op(metrics::Op::BookieAddEntryBytes)
+                .observe_value(request_bytes as u64, ok);
+            if ok {
+                self.0.add(Counter::WriteBytes, request_bytes as u64);
+            }
+        } else if is_entry_read(kind) {
+            self.0.gauge_add(Gauge::ReadEntryInProgress, -1);
+            self.0.op(metrics::Op::BookieReadEntry).observe(latency, ok);
+            self.0
+                .op(metrics::Op::BookieReadEntryBytes)
+                .observe_value(response_bytes as u64, ok);
+            if ok {
+                self.0.add(Counter::ReadBytes, response_bytes as u64);
+            }
+        } else if kind == RequestKind::ForceLedger && ok {
+            self.0.inc(Counter::BookieForceLedger);
+        }
+    }
+
+    fn connections(&self, delta: i64) {
+        self.0.gauge_add(Gauge::Connections, delta);
+    }
+}
+
+fn status_of(read_only: bool) -> ServerStatus {
+    if read_only {
+        ServerStatus::ReadOnly
+    } else {
+        ServerStatus::Writable
     }
 }

@@ -195,6 +195,18 @@ impl JournalAdapter {
     }
 }
 
+impl JournalAdapter {
+    /// Number of journal directories (0 once shut down).
+    pub fn journals(&self) -> usize {
+        self.journal.read().as_ref().map_or(0, |j| j.journals())
+    }
+
+    /// The metrics of journal directory `index`.
+    pub fn metrics(&self, index: usize) -> Option<Arc<bk_journal::JournalMetrics>> {
+        self.journal.read().as_ref()?.metrics(index).cloned()
+    }
+}
+
 impl JournalSink for JournalAdapter {
     fn append(&self, record: JournalRecord, _ack: AckMode) -> Durable {
         let guard = self.journal.read();
