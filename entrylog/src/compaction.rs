@@ -1,10 +1,18 @@
-//! Compaction: segments whose live fraction fell below a threshold are rewritten with
-//! only their live entries, rate-limited, then the old file is removed.
+//! Compaction: rewrites segments to return space to the file system and to keep the
+//! number of segment files bounded. Two kinds of group, each rewritten into ONE new
+//! segment, rate-limited (`compaction_rate_bytes_per_sec`):
+//! - a segment whose live fraction fell below the threshold, alone;
+//! - a run of small segments (each under `compaction_merge_below_bytes`) that are
+//!   consecutive in precedence order among ALL segments, merged up to
+//!   `compaction_target_segment_bytes` of live data.
 //!
-//! Invariants: the new segment keeps the old one's seq (so newer copies of the same
-//! entries in later flushes still win) and is durable (datasync, rename, directory
-//! sync) before the index switches to it and before the old file is removed; entries
-//! overwritten or ledgers deleted during the copy stay with their newer state.
+//! Invariants: the new segment takes the highest seq of its group. That never lets an
+//! old copy overtake a newer one, because no segment outside the group has a seq
+//! inside the group's range (groups are consecutive in (seq, id) order, and segments
+//! being compacted elsewhere break a run). The new segment is durable (datasync,
+//! rename, directory sync) before the index switches to it and before the old files
+//! are removed; entries overwritten or ledgers deleted during the copy keep their newer
+//! state (only copies still current at switch-over are installed).
 
 use crate::format::EntryLoc;
 use crate::index::{Run, SegmentMeta};
@@ -13,49 +21,88 @@ use crate::segment::{self, SegmentInput};
 use crate::{CompactionReport, Error, Result, Shared};
 use bk_disk::{Disk, OpenOptions};
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// One live entry to copy: where its current copy is, and (after reading) its bytes.
+struct LiveEntry {
+    src: u64,
+    offset: u64,
+    data: Bytes,
+}
+
 impl Shared {
+    /// Chooses groups (see the module docs) and marks their segments compacting.
+    fn choose_groups(&self, threshold: f64) -> Vec<Vec<u64>> {
+        let mut g = self.inner.lock();
+        let segs = &g.index.segments;
+        let mut low: Vec<(f64, u64)> = segs
+            .iter()
+            .filter(|(_, s)| !s.compacting && s.data_bytes > 0)
+            .map(|(id, s)| (s.live_bytes as f64 / s.data_bytes as f64, *id))
+            .filter(|(f, _)| *f < threshold)
+            .collect();
+        low.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let chosen: HashSet<u64> = low.iter().map(|(_, id)| *id).collect();
+        let mut groups: Vec<Vec<u64>> = low.into_iter().map(|(_, id)| vec![id]).collect();
+        // Runs of small segments, consecutive in (seq, id) order over all segments.
+        let mut order: Vec<(u64, u64)> = segs.iter().map(|(id, s)| (s.seq, *id)).collect();
+        order.sort_unstable();
+        let mut cur: Vec<u64> = Vec::new();
+        let mut cur_live = 0u64;
+        let flush_run = |cur: &mut Vec<u64>, groups: &mut Vec<Vec<u64>>| {
+            if cur.len() >= 2 {
+                groups.push(std::mem::take(cur));
+            }
+            cur.clear();
+        };
+        for (_, id) in order {
+            let Some(s) = segs.get(&id) else { continue };
+            let small = s.file_len < self.cfg.compaction_merge_below_bytes;
+            if !small || s.compacting || chosen.contains(&id) {
+                flush_run(&mut cur, &mut groups);
+                cur_live = 0;
+                continue;
+            }
+            if cur_live + s.live_bytes > self.cfg.compaction_target_segment_bytes {
+                flush_run(&mut cur, &mut groups);
+                cur_live = 0;
+            }
+            cur.push(id);
+            cur_live += s.live_bytes;
+        }
+        flush_run(&mut cur, &mut groups);
+        for grp in &groups {
+            for id in grp {
+                if let Some(s) = g.index.segments.get_mut(id) {
+                    s.compacting = true;
+                }
+            }
+        }
+        groups
+    }
+
     pub(crate) fn compact(&self, threshold: f64) -> Result<CompactionReport> {
         let mut report = CompactionReport::default();
         let (removed, reclaimed) = self.remove_dead_segments()?;
         report.removed_segments += removed;
         report.reclaimed_bytes += reclaimed;
-        let candidates: Vec<u64> = {
-            let mut g = self.inner.lock();
-            let mut c: Vec<(f64, u64)> = g
-                .index
-                .segments
-                .iter()
-                .filter(|(_, s)| !s.compacting && s.data_bytes > 0)
-                .map(|(id, s)| (s.live_bytes as f64 / s.data_bytes as f64, *id))
-                .filter(|(f, _)| *f < threshold)
-                .collect();
-            c.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for (_, id) in &c {
-                if let Some(s) = g.index.segments.get_mut(id) {
-                    s.compacting = true;
-                }
-            }
-            c.into_iter().map(|(_, id)| id).collect()
-        };
-        if candidates.is_empty() {
+        let groups = self.choose_groups(threshold);
+        if groups.is_empty() {
             return Ok(report);
         }
-        let mut disk = (self.factory)().map_err(|e| Error::io("opening disk for compaction", e))?;
-        let started = Instant::now();
-        let mut result = Ok(());
-        let mut iter = candidates.iter();
-        for &id in iter.by_ref() {
-            if self.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            match self.compact_one(disk.as_mut(), id, started, &mut report) {
-                Ok(()) => {}
-                Err(e) => {
-                    result = Err(e);
+        let mut result = (self.factory)()
+            .map_err(|e| Error::io("opening disk for compaction", e))
+            .map(|d| (d, Ok(())));
+        if let Ok((disk, res)) = &mut result {
+            let started = Instant::now();
+            for grp in &groups {
+                if self.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Err(e) = self.compact_group(disk.as_mut(), grp, started, &mut report) {
+                    *res = Err(e);
                     break;
                 }
             }
@@ -63,71 +110,83 @@ impl Shared {
         // Release the segments not compacted.
         {
             let mut g = self.inner.lock();
-            for id in &candidates {
+            for id in groups.iter().flatten() {
                 if let Some(s) = g.index.segments.get_mut(id) {
                     s.compacting = false;
                 }
             }
             self.update_gauges_locked(&g);
         }
-        result?;
+        result?.1?;
         let (removed, reclaimed) = self.remove_dead_segments()?;
         report.removed_segments += removed;
         report.reclaimed_bytes += reclaimed;
         Ok(report)
     }
 
-    fn compact_one(
+    /// Live entries (current copies of existing ledgers) of one segment, by ledger.
+    fn live_entries_of(&self, id: u64) -> Vec<(u64, Vec<EntryLoc>)> {
+        let g = self.inner.lock();
+        let Some(s) = g.index.segments.get(&id) else {
+            return Vec::new();
+        };
+        let mut live = Vec::new();
+        for l in &s.ledgers {
+            let Some(m) = g.index.ledgers.get(l) else {
+                continue;
+            };
+            let Some(run) = m.runs.iter().find(|r| r.seg == id) else {
+                continue;
+            };
+            let locs: Vec<EntryLoc> = run
+                .entries
+                .iter()
+                .filter(|e| {
+                    m.lookup(e.entry)
+                        .is_some_and(|(sg, loc, _, _)| sg == id && loc.offset == e.offset)
+                })
+                .copied()
+                .collect();
+            if !locs.is_empty() {
+                live.push((*l, locs));
+            }
+        }
+        live
+    }
+
+    /// Reads one segment's live entries into `out`, in batches of adjacent records.
+    fn read_live(
         &self,
         disk: &mut dyn Disk,
         id: u64,
+        out: &mut BTreeMap<u64, BTreeMap<u64, LiveEntry>>,
         started: Instant,
         report: &mut CompactionReport,
     ) -> Result<()> {
-        // Live entries: current copies of existing ledgers held by this segment.
-        let (seq, old_dir, old_len, live): (u64, usize, u64, Vec<(u64, Vec<EntryLoc>)>) = {
-            let g = self.inner.lock();
-            let Some(s) = g.index.segments.get(&id) else {
-                return Ok(());
-            };
-            let mut live = Vec::new();
-            for l in &s.ledgers {
-                let Some(m) = g.index.ledgers.get(l) else {
-                    continue;
-                };
-                let Some(run) = m.runs.iter().find(|r| r.seg == id) else {
-                    continue;
-                };
-                let locs: Vec<EntryLoc> = run
-                    .entries
-                    .iter()
-                    .filter(|e| {
-                        m.lookup(e.entry)
-                            .is_some_and(|(sg, loc, _, _)| sg == id && loc.offset == e.offset)
-                    })
-                    .copied()
-                    .collect();
-                if !locs.is_empty() {
-                    live.push((*l, locs));
-                }
-            }
-            (s.seq, s.dir, s.file_len, live)
-        };
-        let old_path = self.seg_path(old_dir, id);
-        // Read live entries in batches of adjacent records, rate-limited.
+        let live = self.live_entries_of(id);
+        if live.is_empty() {
+            return Ok(());
+        }
+        let dir = self
+            .inner
+            .lock()
+            .index
+            .segments
+            .get(&id)
+            .map_or(0, |s| s.dir);
+        let path = self.seg_path(dir, id);
         let file = disk
             .open(
-                &old_path,
+                &path,
                 OpenOptions {
                     direct: self.cfg.direct_io,
                     ..Default::default()
                 },
             )
-            .map_err(|e| Error::io(format!("opening {}", old_path.display()), e))?;
-        let mut data: Vec<(u64, Vec<(u64, Bytes)>)> = Vec::with_capacity(live.len());
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let read = (|| -> Result<()> {
             for (l, locs) in &live {
-                let mut out = Vec::with_capacity(locs.len());
+                let dst = out.entry(*l).or_default();
                 let mut i = 0;
                 while i < locs.len() {
                     let mut j = i + 1;
@@ -139,21 +198,57 @@ impl Shared {
                         bytes += locs[j].record_len();
                         j += 1;
                     }
-                    let recs = segment::read_records(disk, file, &old_path, *l, &locs[i..j])?;
-                    for (loc, b) in locs[i..j].iter().zip(recs) {
-                        out.push((loc.entry, b));
+                    let recs = segment::read_records(disk, file, &path, *l, &locs[i..j])?;
+                    for (loc, data) in locs[i..j].iter().zip(recs) {
+                        dst.insert(
+                            loc.entry,
+                            LiveEntry {
+                                src: id,
+                                offset: loc.offset,
+                                data,
+                            },
+                        );
                     }
                     report.bytes_copied += bytes;
                     M::add(&self.metrics.compaction_bytes_copied, bytes);
                     self.throttle(started, report.bytes_copied);
                     i = j;
                 }
-                data.push((*l, out));
             }
             Ok(())
         })();
         let _ = disk.close(file);
-        read?;
+        read
+    }
+
+    /// Rewrites a group of segments into one new segment (module docs).
+    fn compact_group(
+        &self,
+        disk: &mut dyn Disk,
+        ids: &[u64],
+        started: Instant,
+        report: &mut CompactionReport,
+    ) -> Result<()> {
+        let (seq, old): (u64, Vec<(u64, usize, u64)>) = {
+            let g = self.inner.lock();
+            let old: Vec<(u64, usize, u64)> = ids
+                .iter()
+                .filter_map(|id| g.index.segments.get(id).map(|s| (*id, s.dir, s.file_len)))
+                .collect();
+            let seq = ids
+                .iter()
+                .filter_map(|id| g.index.segments.get(id).map(|s| s.seq))
+                .max();
+            match seq {
+                Some(seq) => (seq, old),
+                None => return Ok(()),
+            }
+        };
+        let mut data: BTreeMap<u64, BTreeMap<u64, LiveEntry>> = BTreeMap::new();
+        for (id, _, _) in &old {
+            self.read_live(disk, *id, &mut data, started, report)?;
+        }
+        data.retain(|_, m| !m.is_empty());
         let (new_id, dir) = {
             let mut g = self.inner.lock();
             let nid = g.next_segment_id;
@@ -166,7 +261,7 @@ impl Shared {
             let input = SegmentInput {
                 ledgers: data
                     .iter()
-                    .map(|(l, v)| (*l, v.iter().map(|(e, b)| (*e, b)).collect()))
+                    .map(|(l, m)| (*l, m.iter().map(|(e, le)| (*e, &le.data)).collect()))
                     .collect(),
             };
             Some(segment::write_segment(
@@ -180,13 +275,21 @@ impl Shared {
                 self.cfg.direct_io,
             )?)
         };
-        // Switch the index over: the new run replaces the old one for entries whose
-        // current copy is still the old segment's.
+        // Switch the index over: for each ledger the group's runs are replaced by one
+        // run holding the copies that are still current.
+        let src: HashSet<u64> = ids.iter().copied().collect();
         {
             let mut g = self.inner.lock();
             let g = &mut *g;
             let mut new_live = 0u64;
             let new_file_len = written.as_ref().map_or(0, |w| w.file_len);
+            let mut touched: HashSet<u64> = HashSet::new();
+            for (id, _, _) in &old {
+                if let Some(s) = g.index.segments.get(id) {
+                    touched.extend(s.ledgers.iter().copied());
+                }
+            }
+            let mut new_runs: BTreeMap<u64, Vec<EntryLoc>> = BTreeMap::new();
             if let Some(w) = &written {
                 g.index.add_segment(
                     new_id,
@@ -201,64 +304,71 @@ impl Shared {
                     },
                 );
                 for r in &w.runs {
-                    let Some(m) = g.index.ledgers.get_mut(&r.ledger) else {
+                    let (Some(m), Some(copied)) =
+                        (g.index.ledgers.get(&r.ledger), data.get(&r.ledger))
+                    else {
                         continue;
                     };
-                    let old_locs: HashMap<u64, u64> = live
-                        .iter()
-                        .find(|(l, _)| *l == r.ledger)
-                        .map(|(_, v)| v.iter().map(|e| (e.entry, e.offset)).collect())
-                        .unwrap_or_default();
                     let still: Vec<EntryLoc> = r
                         .entries
                         .iter()
                         .filter(|e| {
-                            m.lookup(e.entry).is_some_and(|(sg, loc, _, _)| {
-                                sg == id && old_locs.get(&e.entry) == Some(&loc.offset)
+                            copied.get(&e.entry).is_some_and(|le| {
+                                m.lookup(e.entry).is_some_and(|(sg, loc, _, _)| {
+                                    sg == le.src && loc.offset == le.offset
+                                })
                             })
                         })
                         .copied()
                         .collect();
                     new_live += still.iter().map(|e| e.record_len()).sum::<u64>();
-                    if let Some(pos) = m.runs.iter().position(|x| x.seg == id) {
-                        if still.is_empty() {
-                            m.runs.remove(pos);
-                        } else {
-                            m.runs[pos] = Run {
-                                seg: new_id,
-                                seq,
-                                entries: still,
-                            };
-                        }
-                    }
-                }
-                if let Some(s) = g.index.segments.get_mut(&new_id) {
-                    s.live_bytes = new_live;
+                    new_runs.insert(r.ledger, still);
                 }
             }
-            // Whatever still points at the old segment is dead now.
-            if let Some(s) = g.index.segments.get_mut(&id) {
-                s.live_bytes = 0;
-                for l in s.ledgers.clone() {
-                    if let Some(m) = g.index.ledgers.get_mut(&l) {
-                        m.runs.retain(|r| r.seg != id);
-                    }
+            for l in touched {
+                let Some(m) = g.index.ledgers.get_mut(&l) else {
+                    continue;
+                };
+                m.runs.retain(|r| !src.contains(&r.seg));
+                if let Some(still) = new_runs.remove(&l).filter(|v| !v.is_empty()) {
+                    let pos = m.runs.partition_point(|r| (r.seq, r.seg) <= (seq, new_id));
+                    m.runs.insert(
+                        pos,
+                        Run {
+                            seg: new_id,
+                            seq,
+                            entries: still,
+                        },
+                    );
                 }
             }
-            g.index.remove_segment(id);
+            if let Some(s) = g.index.segments.get_mut(&new_id) {
+                s.live_bytes = new_live;
+            }
+            let old_len: u64 = old.iter().map(|x| x.2).sum();
+            for (id, _, _) in &old {
+                g.index.remove_segment(*id);
+            }
             report.reclaimed_bytes += old_len.saturating_sub(new_file_len);
             M::add(
                 &self.metrics.reclaimed_compaction_space_bytes,
                 old_len.saturating_sub(new_file_len),
             );
         }
-        report.compacted_segments += 1;
-        M::add(&self.metrics.compaction_total, 1);
-        // The new segment is durable (write_segment synced it and its directory):
-        // the old file may go.
-        self.remove_segment_file(disk, id, &old_path)?;
-        disk.sync_dir(&self.dirs[old_dir])
-            .map_err(|e| Error::io(format!("syncing {}", self.dirs[old_dir].display()), e))?;
+        report.compacted_segments += old.len();
+        report.output_segments += usize::from(written.is_some());
+        M::add(&self.metrics.compaction_total, old.len() as u64);
+        // The new segment is durable (write_segment synced it and its directory): the
+        // old files may go.
+        let mut dirs = HashSet::new();
+        for (id, d, _) in &old {
+            self.remove_segment_file(disk, *id, &self.seg_path(*d, *id))?;
+            dirs.insert(*d);
+        }
+        for d in dirs {
+            disk.sync_dir(&self.dirs[d])
+                .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
+        }
         Ok(())
     }
 

@@ -35,8 +35,13 @@ pub struct EntryLogConfig {
     /// Segments whose live fraction is below this are compacted
     /// (`majorCompactionThreshold`; `minorCompactionThreshold` may be passed per call).
     pub compaction_threshold: f64,
-    /// Compaction copy rate limit in bytes per second (`compactionRateByBytes`).
+    /// Compaction copy rate limit in bytes per second (`compactionRateByBytes`; 0 = off).
     pub compaction_rate_bytes_per_sec: u64,
+    /// Segments smaller than this are merged with their neighbours (in precedence
+    /// order) by compaction, which keeps the number of files bounded.
+    pub compaction_merge_below_bytes: u64,
+    /// Live bytes a merged segment is filled up to.
+    pub compaction_target_segment_bytes: u64,
     /// A directory is full above this used fraction (`diskUsageThreshold`).
     pub disk_usage_threshold: f64,
     /// A directory is almost full above this (`diskUsageWarnThreshold`).
@@ -60,6 +65,8 @@ impl Default for EntryLogConfig {
             direct_io: true,
             compaction_threshold: 0.5,
             compaction_rate_bytes_per_sec: 1_000_000,
+            compaction_merge_below_bytes: 4 * 1024 * 1024,
+            compaction_target_segment_bytes: 64 * 1024 * 1024,
             disk_usage_threshold: 0.95,
             disk_usage_warn_threshold: 0.90,
             disk_usage_lwm_threshold: 0.95,

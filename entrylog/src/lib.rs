@@ -83,7 +83,10 @@ pub struct GcReport {
 /// What a compaction pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CompactionReport {
+    /// Segments rewritten (their files are gone).
     pub compacted_segments: usize,
+    /// New segments written (a merge turns several segments into one).
+    pub output_segments: usize,
     pub removed_segments: usize,
     pub bytes_copied: u64,
     pub reclaimed_bytes: u64,
@@ -575,9 +578,9 @@ impl EntryLog {
     }
 
     /// Compacts segments whose live fraction is below `threshold` (None = the
-    /// configured `compaction_threshold`): live entries are copied, at most
-    /// `compaction_rate_bytes_per_sec`, into a new durable segment that keeps the old
-    /// one's precedence; then the index switches over and the old file is removed.
+    /// configured `compaction_threshold`) and merges runs of small segments: live
+    /// entries are copied, at most `compaction_rate_bytes_per_sec`, into a new durable
+    /// segment; then the index switches over and the old files are removed.
     pub fn compact(&self, threshold: Option<f64>) -> Result<CompactionReport> {
         self.shared
             .compact(threshold.unwrap_or(self.shared.cfg.compaction_threshold))

@@ -384,3 +384,56 @@ fn compaction_is_rate_limited_and_reclaims_space() {
         "the old segment files are gone"
     );
 }
+
+#[test]
+fn compaction_merges_small_segments() {
+    let fs = SimFs::new(11);
+    let log = open(&fs);
+    let count_segs = || {
+        fs.durable_list_dir(&dirs()[0])
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(".seg"))
+            .count()
+    };
+    for round in 0..20u64 {
+        for l in 1..=3u64 {
+            log.add_entry(l, round, entry(l, round, round as i64 - 1, 500, round))
+                .unwrap();
+        }
+        // Overwrite an older entry now and then: newer copies must keep winning.
+        if round % 4 == 3 {
+            log.add_entry(2, round - 2, entry(2, round - 2, 0, 77, 1000 + round))
+                .unwrap();
+        }
+        log.flush().unwrap();
+    }
+    assert_eq!(count_segs(), 20);
+    let rep = log.compact(Some(0.0)).unwrap();
+    assert_eq!(rep.compacted_segments, 20, "{rep:?}");
+    assert_eq!(rep.output_segments, 1, "{rep:?}");
+    assert_eq!(count_segs(), 1);
+    let want = |l: u64, e: u64| {
+        if l == 2 && e % 4 == 1 && e + 2 < 20 {
+            entry(2, e, 0, 77, 1000 + e + 2)
+        } else {
+            entry(l, e, e as i64 - 1, 500, e)
+        }
+    };
+    let check = |log: &EntryLog| {
+        for l in 1..=3u64 {
+            for e in 0..20u64 {
+                assert_eq!(
+                    log.get_entry(l, EntrySelector::Id(e)).unwrap(),
+                    want(l, e),
+                    "{l}/{e}"
+                );
+            }
+        }
+    };
+    check(&log);
+    drop(log);
+    fs.crash();
+    let log = open(&fs);
+    check(&log);
+}

@@ -47,6 +47,11 @@ fn scenario(seed: u64, crash_at: u64) -> bool {
     log.set_explicit_lac(3, lac_body(3, 40)).unwrap();
     log.flush().unwrap();
     log.delete_ledger(4).unwrap();
+    // Three small, fully live segments: compaction merges them (with the next flush's).
+    for e in 20..23 {
+        log.add_entry(3, e, base_entry(3, e)).unwrap();
+        log.flush().unwrap();
+    }
     // Pending work: more entries, a duplicate, a new ledger, a new fence.
     for e in 20..30 {
         log.add_entry(1, e, base_entry(1, e)).unwrap();
@@ -76,6 +81,10 @@ fn scenario(seed: u64, crash_at: u64) -> bool {
         assert!(
             c.compacted_segments >= 1 && c.reclaimed_bytes > 0,
             "compaction did nothing: {c:?}"
+        );
+        assert!(
+            c.compacted_segments > c.output_segments,
+            "no merge happened: {c:?}"
         );
     }
     drop(log);
@@ -110,6 +119,13 @@ fn scenario(seed: u64, crash_at: u64) -> bool {
                 assert_eq!(got, base_entry(l, e), "{ctx}: {l}/{e}");
             }
         }
+    }
+    for e in 20..23 {
+        assert_eq!(
+            log.get_entry(3, EntrySelector::Id(e)).unwrap(),
+            base_entry(3, e),
+            "{ctx}: 3/{e}"
+        );
     }
     assert!(log.is_fenced(2).unwrap(), "{ctx}: fence lost");
     assert_eq!(log.explicit_lac(3).unwrap(), Some(lac_body(3, 40)), "{ctx}");
