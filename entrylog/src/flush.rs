@@ -64,7 +64,7 @@ impl Shared {
         if g.active.bytes() >= half && g.flushing.is_none() {
             self.swap_locked(&mut g);
         }
-        self.update_gauges_locked(&g);
+        self.update_cache_gauges_locked(&g);
         drop(g);
         self.read_cache.lock().remove(ledger, entry);
         Ok(())
@@ -106,6 +106,9 @@ impl Shared {
             }
             let started = Instant::now();
             let mut disk = self.flush_lock.lock();
+            if self.inner.lock().flushing.is_none() {
+                continue; // a flush() call got there first
+            }
             let r = self
                 .flush_flushing(disk.as_mut())
                 .and_then(|_| self.persist_state_with(disk.as_mut(), false));

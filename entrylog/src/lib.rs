@@ -667,7 +667,8 @@ impl Shared {
         self.update_gauges_locked(&g);
     }
 
-    fn update_gauges_locked(&self, g: &Inner) {
+    /// Write-cache gauges only (cheap: called on every add).
+    fn update_cache_gauges_locked(&self, g: &Inner) {
         let m = &self.metrics;
         let (fb, fc) = g
             .flushing
@@ -675,6 +676,11 @@ impl Shared {
             .map_or((0, 0), |(f, _)| (f.bytes(), f.count()));
         M::set(&m.write_cache_size, (g.active.bytes() + fb) as u64);
         M::set(&m.write_cache_count, (g.active.count() + fc) as u64);
+    }
+
+    fn update_gauges_locked(&self, g: &Inner) {
+        let m = &self.metrics;
+        self.update_cache_gauges_locked(g);
         M::set(&m.active_segments, g.index.segments.len() as u64);
         M::set(
             &m.segment_space_bytes,
