@@ -68,6 +68,15 @@ pub fn journal_index_for(ledger: u64, journals: usize) -> usize {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn runtime_types_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send_static<T: Send + 'static>() {}
+        send_sync::<super::Journal>();
+        send_static::<super::AppendFuture>();
+        send_sync::<super::JournalMetrics>();
+    }
+
+    #[test]
     fn sign_safe_mod() {
         assert_eq!(super::journal_index_for(5, 3), 2);
         assert_eq!(super::journal_index_for(u64::MAX, 3), 2); // -1 mod 3
