@@ -13,7 +13,7 @@
 //! - (d) `replay`: reopen the journal written by (a)-(c) with no checkpoint and replay
 //!   it: MB/s and records/s.
 //!
-//! A checkpoint runs every second during (a)-(c) (mark, then checkpoint), as the
+//! A checkpoint runs every 5 s during (a)-(c) (mark, then checkpoint), as the
 //! bookie's entry-log flush would, so segments are recycled as in production.
 //!
 //! Usage: `journal_bench [--dir DIR] [--backend uring|syscall|both] [--scale F]`.
@@ -91,21 +91,21 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Runs a checkpoint every second until `stop`.
+/// Runs a checkpoint (mark, then checkpoint) every 5 s until `stop`, as the
+/// bookie's entry-log flush would (the Java default flushInterval is 60 s).
 fn checkpointer(j: &Journal, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(200));
+    loop {
+        for _ in 0..25 {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
         if let Ok(m) = j.mark_blocking() {
             if let Err(e) = j.checkpoint_blocking(&m) {
                 eprintln!("checkpoint failed: {e}");
                 return;
             }
-        }
-        for _ in 0..4 {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
         }
     }
 }
@@ -268,7 +268,7 @@ fn run(args: &Args, kind: DiskKind) -> Result<(), String> {
     let r = std::thread::scope(|s| {
         let ck = s.spawn(|| checkpointer(&j, &stop));
         let r = concurrent(&j, secs, &payload);
-        large(&j, ((20.0 * args.scale) as usize).max(4));
+        large(&j, ((80.0 * args.scale) as usize).max(8));
         paced(&j, secs, 10_000.0, &payload);
         stop.store(true, Ordering::Relaxed);
         let _ = ck.join();
