@@ -91,7 +91,75 @@ impl Default for JournalConfig {
     }
 }
 
+/// The stock `bk_server.conf` journal keys, as the bookie read them (None: absent).
+#[derive(Clone, Debug, Default)]
+pub struct StockJournalKeys {
+    /// `journalMaxGroupWaitMSec`
+    pub journal_max_group_wait_msec: Option<i64>,
+    /// `journalFlushWhenQueueEmpty`
+    pub journal_flush_when_queue_empty: Option<bool>,
+    /// `journalBufferedWritesThreshold` (bytes)
+    pub journal_buffered_writes_threshold: Option<u64>,
+    /// `journalMaxGroupedEntriesToCommit` (or `journalBufferedEntriesThreshold`)
+    pub journal_max_grouped_entries_to_commit: Option<u64>,
+    /// `journalMaxSizeMB`
+    pub journal_max_size_mb: Option<u64>,
+    /// `journalMaxMemorySizeMb`
+    pub journal_max_memory_size_mb: Option<u64>,
+    /// `journalQueueSize`
+    pub journal_queue_size: Option<u64>,
+    /// `journalMaxBackups`
+    pub journal_max_backups: Option<u64>,
+}
+
 impl JournalConfig {
+    /// Maps the stock keys onto a config (defaults for absent keys):
+    /// - group wait: greedy unless `journalMaxGroupWaitMSec` is set > 0 and
+    ///   `journalFlushWhenQueueEmpty` is not true (the Java default 2 ms is not
+    ///   applied when the key is absent: on a free device it is pure latency);
+    /// - `journalMaxSizeMB` is the segment size, capped at 256 MiB (segments are reused,
+    ///   so a smaller size only means more, cheaper recycling);
+    /// - `journalMaxBackups` is the number of free segments kept for reuse.
+    pub fn from_stock(k: &StockJournalKeys) -> JournalConfig {
+        let d = JournalConfig::default();
+        let wait = match (
+            k.journal_max_group_wait_msec,
+            k.journal_flush_when_queue_empty,
+        ) {
+            (Some(ms), flush) if ms > 0 && flush != Some(true) => {
+                Some(Duration::from_millis(ms as u64))
+            }
+            _ => None,
+        };
+        let mb = |v: u64| (v.saturating_mul(1 << 20)) as usize;
+        JournalConfig {
+            group_wait_max: wait,
+            group_bytes_max: k
+                .journal_buffered_writes_threshold
+                .filter(|v| *v > 0)
+                .map_or(d.group_bytes_max, |v| v as usize),
+            group_records_max: k
+                .journal_max_grouped_entries_to_commit
+                .map_or(d.group_records_max, |v| v as usize),
+            segment_bytes: k
+                .journal_max_size_mb
+                .filter(|v| *v >= 1)
+                .map_or(d.segment_bytes, |v| (v << 20).min(256 << 20)),
+            in_flight_bytes_max: k
+                .journal_max_memory_size_mb
+                .filter(|v| *v > 0)
+                .map_or(d.in_flight_bytes_max, mb),
+            queue_records_max: k
+                .journal_queue_size
+                .filter(|v| *v > 0)
+                .map_or(d.queue_records_max, |v| v as usize),
+            free_segments_max: k
+                .journal_max_backups
+                .map_or(d.free_segments_max, |v| v as usize),
+            direct_io: d.direct_io,
+        }
+    }
+
     fn validate(&self) -> Result<(), JournalError> {
         let bad = |m: &str| Err(JournalError::InvalidInput(m.to_string()));
         if !self.segment_bytes.is_multiple_of(SECTOR as u64)
@@ -910,4 +978,36 @@ fn file_len(d: &mut dyn Disk, path: &Path, direct: bool) -> Result<u64, JournalE
     let len = d.file_len(f);
     let _ = d.close(f);
     len.map_err(|e| JournalError::io("size free segment", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stock_keys_map_onto_the_config() {
+        let c = JournalConfig::from_stock(&StockJournalKeys::default());
+        assert_eq!(c.group_wait_max, None);
+        assert_eq!(c.group_bytes_max, 512 * 1024);
+        let c = JournalConfig::from_stock(&StockJournalKeys {
+            journal_max_group_wait_msec: Some(1),
+            journal_buffered_writes_threshold: Some(65536),
+            journal_max_grouped_entries_to_commit: Some(100),
+            journal_max_size_mb: Some(2048),
+            journal_queue_size: Some(500),
+            ..StockJournalKeys::default()
+        });
+        assert_eq!(c.group_wait_max, Some(Duration::from_millis(1)));
+        assert_eq!(c.group_bytes_max, 65536);
+        assert_eq!(c.group_records_max, 100);
+        assert_eq!(c.segment_bytes, 256 << 20);
+        assert_eq!(c.queue_records_max, 500);
+        assert!(c.validate().is_ok());
+        let c = JournalConfig::from_stock(&StockJournalKeys {
+            journal_max_group_wait_msec: Some(2),
+            journal_flush_when_queue_empty: Some(true),
+            ..StockJournalKeys::default()
+        });
+        assert_eq!(c.group_wait_max, None);
+    }
 }

@@ -42,7 +42,9 @@ mod segments;
 pub use bytes;
 pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};
 pub use error::{FormatError, JournalError};
-pub use journal::{AppendFuture, DiskFactory, Driver, Journal, JournalConfig, JournalMark};
+pub use journal::{
+    AppendFuture, DiskFactory, Driver, Journal, JournalConfig, JournalMark, StockJournalKeys,
+};
 pub use metrics::{JournalMetrics, MetricsSnapshot};
 pub use record::{Record, RecordKind, TypedRecord, MASTER_KEY_LEN};
 pub use replay::{DirReplay, Replay, ReplayedRecord, TornTail};
