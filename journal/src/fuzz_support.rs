@@ -7,11 +7,12 @@
 //! out records above the mark in strictly increasing seq order) or fails with a
 //! typed error, and never panics.
 
+use crate::config::JournalConfig;
 use crate::format::{
     decode_group_records, decode_record, encode_record, CheckpointRecord, GroupHeader,
     RecordHeader, GROUP_HEADER_LEN,
 };
-use crate::journal::{Journal, JournalConfig};
+use crate::journal::Journal;
 use crate::record::{Record, RecordKind, TypedRecord};
 use crate::replay::ReplayedRecord;
 use bk_disk::{round_up, AlignedBuf, Disk, OpenOptions, SimFs, SECTOR};

@@ -11,12 +11,14 @@
 //!
 //! Module map:
 //! - [`record`]: records (kind + payload) and the typed bookie kinds;
-//! - [`format`]: byte formats (record, group, checkpoint file, file names);
+//! - [`format`](mod@format): byte formats (record, group, checkpoint file, file names);
 //! - [`commit`]: the group-commit state machine (no I/O);
 //! - [`replay`]: finding the end of the log, torn tail vs mid-log corruption;
 //! - `segments`: segment files (pre-written with zeros, recycled after checkpoint);
 //! - `committer`: the committer thread driving `GroupCommit` over a `Disk`;
 //! - [`journal`]: the runtime API the bookie calls ([`Journal`]);
+//! - `config`: [`JournalConfig`] and the stock-key mapping;
+//! - `open`: opening one directory (replay, resync, recycle, where to resume);
 //! - [`metrics`]: counters and histograms the bookie exports;
 //! - `fuzz_support`: the fuzz harnesses (also run on stable by a property test).
 //!
@@ -28,12 +30,14 @@
 
 pub mod commit;
 mod committer;
+mod config;
 pub mod error;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzz_support;
 pub mod journal;
 pub mod metrics;
+mod open;
 pub mod record;
 pub mod replay;
 mod segments;
@@ -41,10 +45,9 @@ mod segments;
 /// The `bytes` crate the API is expressed in (re-exported for callers without it).
 pub use bytes;
 pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};
+pub use config::{JournalConfig, StockJournalKeys};
 pub use error::{FormatError, JournalError};
-pub use journal::{
-    AppendFuture, DiskFactory, Driver, Journal, JournalConfig, JournalMark, StockJournalKeys,
-};
+pub use journal::{AppendFuture, DiskFactory, Driver, Journal, JournalMark};
 pub use metrics::{JournalMetrics, MetricsSnapshot};
 pub use record::{Record, RecordKind, TypedRecord, MASTER_KEY_LEN};
 pub use replay::{DirReplay, Replay, ReplayedRecord, TornTail};

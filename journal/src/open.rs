@@ -1,0 +1,245 @@
+//! Opening one journal directory: classify its files, read (or create) the
+//! checkpoint, replay the segments, make the replayed tail durable, recycle what no
+//! longer holds live records, and compute where writing resumes.
+//!
+//! Invariants: nothing is written after the replayed log before the last replayed
+//! group and the checkpoint file were re-persisted (see `replay::resync_last_group`);
+//! writing always resumes at offset 0 of a segment id above every existing one.
+
+use crate::commit::{LogPosition, Start};
+use crate::config::JournalConfig;
+use crate::error::JournalError;
+use crate::format::{self, classify_name, DirEntryKind};
+use crate::replay::{self, DirReplay, ReplayedRecord, SegFile};
+use crate::segments::SegmentFiles;
+use crate::Seq;
+use bk_disk::{Disk, OpenOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What `open_dir` hands to the committer thread.
+pub(crate) struct Opened {
+    pub replay: DirReplay,
+    pub disk: Box<dyn Disk>,
+    pub files: SegmentFiles,
+    pub live: BTreeMap<u64, (Seq, u64)>,
+    pub start: Start,
+    pub journal_id: u64,
+    pub mark: Seq,
+}
+
+fn corruption(path: &Path, reason: String) -> JournalError {
+    JournalError::Corruption {
+        path: path.to_path_buf(),
+        offset: 0,
+        reason,
+    }
+}
+
+/// Replays one journal directory and prepares its segment files for writing.
+pub(crate) fn open_dir(
+    mut disk: Box<dyn Disk>,
+    index: usize,
+    dir: &Path,
+    config: &JournalConfig,
+    visit: &mut dyn FnMut(&ReplayedRecord) -> Result<(), String>,
+) -> Result<Opened, JournalError> {
+    let d: &mut dyn Disk = disk.as_mut();
+    d.create_dir_all(dir)
+        .map_err(|e| JournalError::io("create journal directory", dir, e))?;
+    let names = d
+        .list_dir(dir)
+        .map_err(|e| JournalError::io("list journal directory", dir, e))?;
+    let mut segments = Vec::new();
+    let mut free = Vec::new();
+    let mut has_checkpoint = false;
+    let mut dir_dirty = false;
+    for p in &names {
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let path = dir.join(name);
+        match classify_name(name) {
+            DirEntryKind::Segment(id) => segments.push((id, path)),
+            DirEntryKind::Free(n) => free.push((n, path)),
+            DirEntryKind::Checkpoint => has_checkpoint = true,
+            DirEntryKind::Temporary => {
+                d.remove(&path)
+                    .map_err(|e| JournalError::io("remove temporary file", &path, e))?;
+                dir_dirty = true;
+            }
+            DirEntryKind::Unknown => {
+                tracing::warn!(path = %path.display(), "unknown file in journal directory left alone")
+            }
+        }
+    }
+    segments.sort();
+    free.sort();
+    let mut created = false;
+    let ckpt = if has_checkpoint {
+        replay::read_checkpoint(d, dir, config.direct_io)?
+    } else if segments.is_empty() {
+        let mut journal_id = 0u64;
+        while journal_id == 0 {
+            journal_id = rand::random();
+        }
+        let c = format::CheckpointRecord {
+            journal_id,
+            mark: 0,
+        };
+        replay::write_checkpoint(d, dir, c, config.direct_io)?;
+        created = true;
+        c
+    } else {
+        return Err(corruption(
+            &dir.join(format::CHECKPOINT_FILE),
+            "journal segments exist but the checkpoint file is missing".into(),
+        ));
+    };
+    let journal_id = ckpt.journal_id;
+    let mark = Seq(ckpt.mark);
+
+    let mut segs = Vec::with_capacity(segments.len());
+    for (id, path) in &segments {
+        match SegFile::open(d, *id, path.clone(), config.direct_io) {
+            Ok(s) => segs.push(s),
+            Err(e) => {
+                for s in &mut segs {
+                    s.close(d);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let mut visit_rec = |seq: Seq, kind, payload| {
+        visit(&ReplayedRecord {
+            journal_index: index,
+            seq,
+            kind,
+            payload,
+        })
+    };
+    let walked = replay::walk(d, index, &mut segs, journal_id, mark, &mut visit_rec);
+    // Make what replay handed out durable before anything new is written after it
+    // (see `resync_last_group`): the last group (when it matters, i.e. it holds
+    // records above the mark) and the checkpoint file itself (its rename may not
+    // have been synced by a life that stopped on a failed sync).
+    let resynced = match &walked {
+        Ok(w) => match w.last_group {
+            Some((k, off, len)) if segs[k].last_seq.is_some_and(|l| l > mark) => {
+                replay::resync_last_group(d, &mut segs[k], off, len, config.direct_io)
+            }
+            _ => Ok(()),
+        },
+        Err(_) => Ok(()),
+    };
+    for s in &mut segs {
+        s.close(d);
+    }
+    let w = walked?;
+    resynced?;
+    if !created {
+        replay::write_checkpoint(d, dir, ckpt, config.direct_io)?;
+    }
+
+    let mut files = SegmentFiles {
+        dir: dir.to_path_buf(),
+        segment_bytes: config.segment_bytes,
+        direct: config.direct_io,
+        free: Vec::new(),
+        next_free_n: free.last().map(|(n, _)| n + 1).unwrap_or(0),
+        free_max: config.free_segments_max,
+        created: 0,
+        recycled: 0,
+    };
+    // Free files of the wrong size (config changed) are removed.
+    for (n, path) in free {
+        let len = file_len(d, &path, config.direct_io)?;
+        if len == config.segment_bytes && files.free.len() < files.free_max {
+            files.free.push((n, path));
+        } else {
+            d.remove(&path)
+                .map_err(|e| JournalError::io("remove free segment", &path, e))?;
+            dir_dirty = true;
+        }
+    }
+    // Live: segments holding a valid record above the mark. Everything else holds
+    // nothing replay needs: recycle it.
+    let mut live = BTreeMap::new();
+    for s in &segs {
+        match s.last_seq {
+            Some(last) if last > mark => {
+                live.insert(s.id, (last, s.len));
+            }
+            _ => {
+                files.recycle(d, &s.path, s.len)?;
+                dir_dirty = true;
+            }
+        }
+    }
+    if dir_dirty {
+        files.sync_dir(d)?;
+    }
+    let write_segment = segments.last().map(|(id, _)| id + 1).unwrap_or(1);
+    let next_seq = Seq(w.last_seq.0.max(mark.0).max(w.highest_claimed.0) + 1);
+    let start = Start {
+        position: LogPosition {
+            segment: write_segment,
+            offset: 0,
+        },
+        prev_seq: w.last_seq,
+        next_seq,
+    };
+    if files.free.is_empty() {
+        files.make_spare(d)?;
+    }
+    let replay = DirReplay {
+        dir: dir.to_path_buf(),
+        journal_id,
+        checkpoint_mark: mark,
+        records: w.records,
+        payload_bytes: w.payload_bytes,
+        bytes_read: w.bytes_read,
+        last_seq: w.last_seq,
+        next_seq,
+        end: w.end,
+        torn_tail: w.torn_tail,
+        damaged_below_mark: w.damaged_below_mark,
+        write_segment,
+        created,
+    };
+    tracing::info!(
+        dir = %dir.display(),
+        records = replay.records,
+        last_seq = replay.last_seq.0,
+        mark = mark.0,
+        torn_tail = replay.torn_tail.is_some(),
+        "journal replayed"
+    );
+    Ok(Opened {
+        replay,
+        disk,
+        files,
+        live,
+        start,
+        journal_id,
+        mark,
+    })
+}
+
+fn file_len(d: &mut dyn Disk, path: &Path, direct: bool) -> Result<u64, JournalError> {
+    let f = d
+        .open(
+            path,
+            OpenOptions {
+                create: false,
+                create_new: false,
+                write: false,
+                direct,
+            },
+        )
+        .map_err(|e| JournalError::io("open free segment", path, e))?;
+    let len = d.file_len(f);
+    let _ = d.close(f);
+    len.map_err(|e| JournalError::io("size free segment", path, e))
+}
