@@ -4,7 +4,8 @@
 //! `bookie --conf bk_server.conf [flags]`, or with no file:
 //! `bookie --standalone --data-dir ./data` (journal and ledgers under one directory, no
 //! ZooKeeper). Exit code: 0 after an orderly shutdown, non-zero on start-up failure, lost
-//! registration or a fatal storage error.
+//! registration or a fatal storage error. `BOOKIE_IO_THREADS=n` sets the number of network
+//! threads (1 = a single current-thread runtime).
 
 use clap::Parser;
 
@@ -23,11 +24,27 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("bookie-io")
-        .build()
-    {
+    // BOOKIE_IO_THREADS: network threads (default: one per core); 1 = a current-thread
+    // runtime (measured alternative, docs/benchmarks.md).
+    let io_threads = std::env::var("BOOKIE_IO_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0);
+    let built = match io_threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .thread_name("bookie-io")
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("bookie-io")
+            .build(),
+    };
+    let runtime = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bookie: cannot start the runtime: {e}");
