@@ -57,6 +57,12 @@ pub(crate) enum Msg {
         mark: Seq,
         reply: oneshot::Sender<Result<(), JournalError>>,
     },
+    /// From the checkpoint writer: the checkpoint file for `mark` was persisted (or not).
+    CheckpointDone {
+        mark: Seq,
+        result: Result<(), JournalError>,
+        reply: oneshot::Sender<Result<(), JournalError>>,
+    },
     Shutdown,
 }
 
@@ -67,7 +73,7 @@ impl Msg {
             Msg::Append { token, .. } | Msg::Barrier { token, .. } => {
                 let _ = token.reply.send(Err(err));
             }
-            Msg::Checkpoint { reply, .. } => {
+            Msg::Checkpoint { reply, .. } | Msg::CheckpointDone { reply, .. } => {
                 let _ = reply.send(Err(err));
             }
             Msg::Mark { .. } | Msg::Shutdown => {}
@@ -97,6 +103,60 @@ struct SpareBuild {
     synced: bool,
     op_in_flight: bool,
     buf: Option<AlignedBuf>,
+}
+
+/// A job for the checkpoint writer thread.
+pub(crate) struct CkptJob {
+    pub mark: Seq,
+    pub rec: CheckpointRecord,
+    pub reply: oneshot::Sender<Result<(), JournalError>>,
+}
+
+/// The checkpoint writer of one journal directory: a thread with its own `Disk`
+/// that writes the checkpoint file (write + fdatasync + rename + directory sync)
+/// so those syncs never stall group commit, and reports back over the committer's
+/// own channel (`Msg::CheckpointDone`).
+pub(crate) struct CkptWriter {
+    tx: Option<crossbeam_channel::Sender<CkptJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CkptWriter {
+    pub(crate) fn spawn(
+        index: usize,
+        dir: PathBuf,
+        mut disk: Box<dyn Disk>,
+        direct: bool,
+        committer: crossbeam_channel::Sender<Msg>,
+    ) -> std::io::Result<CkptWriter> {
+        let (tx, rx) = crossbeam_channel::bounded::<CkptJob>(16);
+        let thread = std::thread::Builder::new()
+            .name(format!("journal-ckpt-{index}"))
+            .spawn(move || {
+                for job in rx {
+                    let result = write_checkpoint(disk.as_mut(), &dir, job.rec, direct);
+                    let msg = Msg::CheckpointDone {
+                        mark: job.mark,
+                        result,
+                        reply: job.reply,
+                    };
+                    if let Err(e) = committer.send(msg) {
+                        e.into_inner().fail(JournalError::ShutDown);
+                    }
+                }
+            })?;
+        Ok(CkptWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 struct InFlightGroup {
@@ -131,6 +191,9 @@ pub(crate) struct Committer {
     direct: bool,
     spare_failed_at: Option<Instant>,
     spare: Option<SpareBuild>,
+    /// None: checkpoint files are written inline (manual drivers, deterministic).
+    ckpt: Option<CkptWriter>,
+    ckpt_pending: usize,
 }
 
 impl Committer {
@@ -148,6 +211,7 @@ impl Committer {
         admission: Arc<Admission>,
         metrics: Arc<JournalMetrics>,
         direct: bool,
+        ckpt: Option<CkptWriter>,
     ) -> Committer {
         Committer {
             index,
@@ -169,6 +233,8 @@ impl Committer {
             direct,
             spare_failed_at: None,
             spare: None,
+            ckpt,
+            ckpt_pending: 0,
         }
     }
 
@@ -184,6 +250,7 @@ impl Committer {
             && self.checkpoints.is_empty()
             && self.rx.is_empty()
             && self.spare.is_none()
+            && self.ckpt_pending == 0
     }
 
     fn spare_op_in_flight(&self) -> bool {
@@ -229,7 +296,11 @@ impl Committer {
             self.deliver_acks();
             return true;
         }
-        if self.shutdown && self.gc.is_idle() && self.checkpoints.is_empty() {
+        if self.shutdown
+            && self.gc.is_idle()
+            && self.checkpoints.is_empty()
+            && self.ckpt_pending == 0
+        {
             self.abandon_spare();
             return false;
         }
@@ -270,6 +341,9 @@ impl Committer {
 
     /// Closes the open segment (end of the thread).
     pub(crate) fn finish(&mut self) {
+        if let Some(w) = self.ckpt.as_mut() {
+            w.stop();
+        }
         self.abandon_spare();
         if let Some((_, f)) = self.current.take() {
             if let Err(e) = self.disk.close(f) {
@@ -298,6 +372,15 @@ impl Committer {
                 let _ = reply.send(self.gc.last_assigned());
             }
             Msg::Checkpoint { mark, reply } => self.checkpoints.push_back((mark, reply)),
+            Msg::CheckpointDone {
+                mark,
+                result,
+                reply,
+            } => {
+                self.ckpt_pending = self.ckpt_pending.saturating_sub(1);
+                let r = self.checkpoint_persisted(mark, result);
+                let _ = reply.send(r);
+            }
             Msg::Shutdown => self.begin_shutdown(),
         }
     }
@@ -464,16 +547,40 @@ impl Committer {
     }
 
     fn run_checkpoints(&mut self) {
-        if !self.checkpoints.is_empty() {
+        if !self.checkpoints.is_empty() && self.ckpt.is_none() {
             self.quiesce_spare();
         }
         while let Some((mark, reply)) = self.checkpoints.pop_front() {
-            let r = self.checkpoint(mark);
-            let _ = reply.send(r);
+            match self.checkpoint(mark) {
+                Ok(Some(rec)) => match self.ckpt.as_ref().and_then(|w| w.tx.clone()) {
+                    Some(tx) => {
+                        self.ckpt_pending += 1;
+                        if let Err(e) = tx.send(CkptJob { mark, rec, reply }) {
+                            self.ckpt_pending -= 1;
+                            let job = e.into_inner();
+                            let _ = job.reply.send(Err(JournalError::ShutDown));
+                        }
+                    }
+                    None => {
+                        let written =
+                            write_checkpoint(self.disk.as_mut(), &self.dir, rec, self.direct);
+                        let r = self.checkpoint_persisted(mark, written);
+                        let _ = reply.send(r);
+                    }
+                },
+                Ok(None) => {
+                    let _ = reply.send(Ok(()));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            }
         }
     }
 
-    fn checkpoint(&mut self, mark: Seq) -> Result<(), JournalError> {
+    /// Validates a checkpoint request; returns the record to persist, or None when
+    /// the mark is not above the persisted one (nothing to do).
+    fn checkpoint(&mut self, mark: Seq) -> Result<Option<CheckpointRecord>, JournalError> {
         if let Some(reason) = self.gc.failed() {
             return Err(JournalError::Fatal(reason.clone()));
         }
@@ -484,20 +591,35 @@ impl Committer {
             )));
         }
         if mark <= self.mark {
-            return Ok(());
+            return Ok(None);
         }
-        let rec = CheckpointRecord {
+        Ok(Some(CheckpointRecord {
             journal_id: self.journal_id,
             mark: mark.0,
-        };
-        if let Err(e) = write_checkpoint(self.disk.as_mut(), &self.dir, rec, self.direct) {
+        }))
+    }
+
+    /// After the checkpoint file for `mark` was written (or failed to be): a failure
+    /// is fatal; on success the mark advances and the segments wholly at or below it
+    /// are recycled (never the current one), then the directory is synced.
+    fn checkpoint_persisted(
+        &mut self,
+        mark: Seq,
+        written: Result<(), JournalError>,
+    ) -> Result<(), JournalError> {
+        if let Err(e) = written {
             let reason = format!("persisting checkpoint mark {mark}: {e}");
             self.fatal(reason.clone());
             return Err(JournalError::Fatal(reason.into()));
         }
+        if let Some(reason) = self.gc.failed() {
+            return Err(JournalError::Fatal(reason.clone()));
+        }
+        if mark <= self.mark {
+            return Ok(());
+        }
         self.mark = mark;
         self.metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
-        // Recycle segments wholly at or below the mark (never the current one).
         let current = self.current.map(|c| c.0);
         let done: Vec<(u64, u64)> = self
             .live

@@ -19,7 +19,7 @@
 //!   waiting and later append fails with it.
 
 use crate::commit::GroupCommit;
-use crate::committer::{Committer, Msg, Token};
+use crate::committer::{CkptWriter, Committer, Msg, Token};
 use crate::config::JournalConfig;
 use crate::error::JournalError;
 use crate::format;
@@ -344,6 +344,15 @@ impl Journal {
             });
             let gc: GroupCommit<Token> =
                 GroupCommit::new(config.commit_config(o.journal_id), o.start);
+            let ckpt = if threads {
+                let disk = disks(i).map_err(|e| JournalError::io("create disk", &dirs[i], e))?;
+                Some(
+                    CkptWriter::spawn(i, dirs[i].clone(), disk, config.direct_io, tx.clone())
+                        .map_err(|e| JournalError::io("spawn checkpoint thread", &dirs[i], e))?,
+                )
+            } else {
+                None
+            };
             let committer = Committer::new(
                 i,
                 o.replay.dir.clone(),
@@ -357,6 +366,7 @@ impl Journal {
                 admission.clone(),
                 metrics.clone(),
                 config.direct_io,
+                ckpt,
             );
             let thread = if threads {
                 Some(

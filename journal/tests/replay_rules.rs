@@ -153,3 +153,30 @@ fn too_large_record_is_invalid_input() {
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0].payload.len(), max);
 }
+
+#[test]
+fn failed_checkpoint_sync_is_fatal() {
+    let fs = SimFs::new(6);
+    let cfg = small_config();
+    let d = dirs(1);
+    let (j, _, _) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
+    for i in 0..10 {
+        j.append_blocking(1, Record::entry(1, i, payload(i, 100)))
+            .unwrap();
+    }
+    let mark = j.mark_blocking().unwrap();
+    fs.set_faults(Faults {
+        fail_sync_nth: Some(1),
+        ..Faults::default()
+    });
+    let e = j.checkpoint_blocking(&mark).unwrap_err();
+    assert!(e.is_fatal(), "{e:?}");
+    let e = j.append_blocking(1, Record::fence(1)).unwrap_err();
+    assert!(e.is_fatal(), "{e:?}");
+    j.shutdown();
+    // The old mark (0) still holds: everything is replayed.
+    fs.set_faults(Faults::default());
+    let (_j, r, recs) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
+    assert_eq!(r.dirs[0].checkpoint_mark, Seq(0));
+    assert_eq!(recs.len(), 10);
+}
