@@ -29,7 +29,7 @@
 
 use crate::commit::LogPosition;
 use crate::error::{FormatError, JournalError};
-use crate::format::{self, GroupHeader, GROUP_HEADER_LEN};
+use crate::format::{self, decode_group_records, GroupHeader, GROUP_HEADER_LEN};
 use crate::record::{RecordKind, TypedRecord};
 use crate::Seq;
 use bk_disk::{round_up, run_one, AlignedBuf, Disk, FileId, Op, OpenOptions, SECTOR};
@@ -461,18 +461,36 @@ pub(crate) fn resync_last_group(
     len: u64,
     direct: bool,
 ) -> Result<(), JournalError> {
+    // The bytes written back must be the group replay validated: read them again
+    // and validate them again (a transient read error here would otherwise be
+    // written to the media: found by simulation seed 10196).
     let mut read = 0u64;
-    let bytes = seg.get(disk, offset, len as usize, &mut read)?;
-    if bytes.len() as u64 != len {
+    let mut buf = AlignedBuf::with_capacity(len as usize);
+    let mut valid = false;
+    for _ in 0..3 {
+        seg.invalidate();
+        let bytes = seg.get(disk, offset, len as usize, &mut read)?;
+        let intact = bytes.len() as u64 == len
+            && GroupHeader::decode(bytes)
+                .and_then(|h| decode_group_records(&h, bytes).map(|_| ()))
+                .is_ok();
+        if intact {
+            buf.set_len(0);
+            let ok = buf.extend_from_slice(bytes);
+            debug_assert!(ok);
+            valid = true;
+            break;
+        }
+    }
+    if !valid {
         return Err(JournalError::io(
             "re-read last group",
             &seg.path,
-            std::io::Error::other("short read of a group replay just read"),
+            std::io::Error::other(format!(
+                "the group at offset {offset} replay validated does not read back intact"
+            )),
         ));
     }
-    let mut buf = AlignedBuf::with_capacity(len as usize);
-    let ok = buf.extend_from_slice(bytes);
-    debug_assert!(ok);
     let opts = OpenOptions {
         create: false,
         create_new: false,
