@@ -216,14 +216,23 @@ impl Job {
         if spec.prefill > 0 {
             let t0 = Instant::now();
             self.run_workers(Phase::Prefill).await;
-            let p = guard(&self.prefill);
-            prefill_summary = Some(PrefillSummary {
-                entries: p.entries,
-                bytes: p.bytes,
-                secs: t0.elapsed().as_secs_f64(),
-                errors: p.errors.clone(),
+            prefill_summary = Some({
+                let p = guard(&self.prefill);
+                PrefillSummary {
+                    entries: p.entries,
+                    bytes: p.bytes,
+                    secs: t0.elapsed().as_secs_f64(),
+                    errors: p.errors.clone(),
+                }
             });
-            drop(p);
+            if spec.drop_caches {
+                match drop_page_cache().await {
+                    Ok(()) => notes.push("page cache dropped after the prefill".into()),
+                    Err(e) => notes.push(format!(
+                        "drop_caches failed ({e}): reads may hit the page cache"
+                    )),
+                }
+            }
             // Sequential readers start where the pattern says.
             let mut l = guard(&self.ledgers);
             for st in &mut l.all {
@@ -244,7 +253,13 @@ impl Job {
         // intervals, and stops the job at the end of runtime.
         let mut measure_start = None;
         if !self.stopped() {
-            let ticker = tokio::spawn(ticker(self.clone()));
+            // Without a ramp, measuring starts before the first request is issued (not when
+            // the ticker task first runs), so no early request goes unrecorded.
+            let started = self.spec.ramp_time.is_zero().then(|| {
+                self.measuring.store(true, Ordering::SeqCst);
+                Instant::now()
+            });
+            let ticker = tokio::spawn(ticker(self.clone(), started));
             self.run_workers(Phase::Main).await;
             self.stop.store(true, Ordering::SeqCst);
             measure_start = ticker.await.ok().flatten();
@@ -461,6 +476,20 @@ impl Job {
     }
 }
 
+/// `sync`, then `echo 3 > /proc/sys/vm/drop_caches` (needs root).
+async fn drop_page_cache() -> Result<(), String> {
+    let status = tokio::process::Command::new("sync")
+        .status()
+        .await
+        .map_err(|e| format!("sync: {e}"))?;
+    if !status.success() {
+        return Err(format!("sync exited with {status}"));
+    }
+    tokio::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+        .await
+        .map_err(|e| format!("/proc/sys/vm/drop_caches: {e}"))
+}
+
 fn new_ledger(id: i64, conns: usize) -> LedgerState {
     LedgerState {
         id,
@@ -477,23 +506,28 @@ fn new_ledger(id: i64, conns: usize) -> LedgerState {
 
 /// Flips `measuring` after the ramp, closes one-second intervals, and ends the measured phase
 /// after `runtime`. Returns when the measured phase started (None if the job stopped first).
-async fn ticker(job: Arc<Job>) -> Option<Instant> {
+async fn ticker(job: Arc<Job>, started: Option<Instant>) -> Option<Instant> {
     let spec = &job.spec;
-    let ramp_end = tokio::time::Instant::now() + spec.ramp_time;
-    while tokio::time::Instant::now() < ramp_end {
-        if job.stopped() {
-            return None;
+    let start = match started {
+        Some(s) => s,
+        None => {
+            let ramp_end = tokio::time::Instant::now() + spec.ramp_time;
+            while tokio::time::Instant::now() < ramp_end {
+                if job.stopped() {
+                    return None;
+                }
+                tokio::time::sleep_until(
+                    ramp_end.min(tokio::time::Instant::now() + Duration::from_millis(50)),
+                )
+                .await;
+            }
+            if job.stopped() {
+                return None;
+            }
+            job.measuring.store(true, Ordering::SeqCst);
+            Instant::now()
         }
-        tokio::time::sleep_until(
-            ramp_end.min(tokio::time::Instant::now() + Duration::from_millis(50)),
-        )
-        .await;
-    }
-    if job.stopped() {
-        return None;
-    }
-    let start = Instant::now();
-    job.measuring.store(true, Ordering::SeqCst);
+    };
     let end = spec.runtime.map(|r| start + r);
     let mut second = 1u64;
     loop {

@@ -187,6 +187,8 @@ pub struct JobSpec {
     pub batch_read: u32,
     /// Bytes written (over all ledgers) before the measured phase.
     pub prefill: u64,
+    /// After the prefill, drop the OS page cache of this machine (the bookie's, when local).
+    pub drop_caches: bool,
     pub seed: u64,
     #[serde(serialize_with = "ser_dur")]
     pub timeout: Duration,
@@ -341,6 +343,12 @@ pub const OPTIONS: &[OptionDoc] = &[
         syntax: "SIZE",
         default: "0",
         help: "bytes written (not measured) before the measured phase, for reads",
+    },
+    OptionDoc {
+        name: "drop_caches",
+        syntax: "0|1",
+        default: "0",
+        help: "after the prefill: sync and drop this machine's page cache (root; cold reads of a local bookie)",
     },
     OptionDoc {
         name: "seed",
@@ -515,6 +523,7 @@ impl JobSpec {
             read_pattern: ReadPattern::Catchup,
             batch_read: 0,
             prefill: 0,
+            drop_caches: false,
             seed: 1,
             timeout: Duration::from_secs(30),
             stonewall: false,
@@ -675,6 +684,7 @@ impl Builder {
             }
             "batch_read" => s.batch_read = parse_u32(&value).map_err(bad)?,
             "prefill" => s.prefill = parse_size(&value).map_err(bad)?,
+            "drop_caches" => s.drop_caches = parse_bool(&value).map_err(bad)?,
             "seed" => {
                 s.seed = value
                     .parse()
