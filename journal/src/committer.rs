@@ -85,7 +85,9 @@ const GROUP_USER_DATA: u64 = 1;
 const SPARE_USER_DATA: u64 = 2;
 /// Bytes per zero-fill write of a spare built in the background (small, so a group
 /// queued behind it on the device waits little).
-const SPARE_CHUNK: usize = 256 * 1024;
+const SPARE_CHUNK: usize = 128 * 1024;
+/// How often the committer polls a spare operation while watching for appends.
+const SPARE_POLL: Duration = Duration::from_micros(200);
 /// Messages taken from the channel per loop turn (bounds the time between turns).
 const DRAIN_MAX: usize = 8192;
 /// How long to wait before retrying a failed spare-segment creation.
@@ -305,9 +307,21 @@ impl Committer {
             return false;
         }
         if self.spare_op_in_flight() {
-            // Only the background spare is busy: wait for it (one chunk at most).
-            for c in self.disk.reap(1) {
-                self.on_completion(c);
+            // Only the background spare is busy: poll its completion while watching
+            // for appends, so one arriving now is not queued behind a spare chunk.
+            if block {
+                match self.rx.recv_timeout(SPARE_POLL) {
+                    Ok(m) => self.handle(m),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => self.begin_shutdown(),
+                }
+                for c in self.disk.reap(0) {
+                    self.on_completion(c);
+                }
+            } else {
+                for c in self.disk.reap(1) {
+                    self.on_completion(c);
+                }
             }
             return true;
         }
@@ -686,6 +700,13 @@ impl Committer {
             }
         }
         let seg_bytes = self.files.segment_bytes;
+        // Spare work fills the gaps: only while no group is in flight or pending,
+        // unless the current segment is three quarters full (then it is needed soon).
+        let urgent = self.gc.position().offset >= seg_bytes / 4 * 3;
+        let idle = self.in_flight.is_none() && self.gc.is_idle();
+        if !(urgent || idle) {
+            return;
+        }
         let Some(sp) = self.spare.as_mut() else {
             return;
         };

@@ -178,6 +178,9 @@ fn large(j: &Journal, count: usize) {
 }
 
 fn paced(j: &Journal, secs: f64, rate: f64, payload: &Bytes) {
+    if let Some(m) = j.metrics(0) {
+        m.reset_histograms();
+    }
     let n = (secs * rate) as u64;
     let interval = Duration::from_secs_f64(1.0 / rate);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(Instant, bk_journal::AppendFuture)>(100_000);
@@ -224,6 +227,17 @@ fn paced(j: &Journal, secs: f64, rate: f64, payload: &Bytes) {
         lat.last().copied().unwrap_or(0),
         lat.len()
     );
+    if let Some(m) = j.metrics(0).map(|m| m.snapshot()) {
+        println!(
+            "      committer-side (admission to ack sent): p50 {} us  p99 {} us  p99.9 {} us; fdatasync p50 {} us p99 {} us; {:.1} appends/fdatasync",
+            m.append_latency_us.p50,
+            m.append_latency_us.p99,
+            m.append_latency_us.p999,
+            m.sync_latency_us.p50,
+            m.sync_latency_us.p99,
+            m.group_records.mean
+        );
+    }
 }
 
 fn replay(dir: &Path, kind: DiskKind) -> Result<(), String> {
