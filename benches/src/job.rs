@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::Notify;
 
 use crate::client::{Connection, RequestError};
-use crate::options::{JobSpec, ReadPattern};
+use crate::options::{JobSpec, ReadPattern, Workload};
 use crate::ratelimit::RateLimiter;
 use crate::report::{JobResult, PrefillSummary};
 use crate::stats::{IntervalRow, JobStats, OpKind};
@@ -255,7 +255,13 @@ impl Job {
         if !self.stopped() {
             // Without a ramp, measuring starts before the first request is issued (not when
             // the ticker task first runs), so no early request goes unrecorded.
-            let started = self.spec.ramp_time.is_zero().then(|| {
+            if self.spec.ramp_time != effective_ramp(&self.spec) {
+                notes.push(
+                    "ramp_time ignored: a catch-up read job reads each entry once, a ramp would consume the backlog"
+                        .into(),
+                );
+            }
+            let started = effective_ramp(&self.spec).is_zero().then(|| {
                 self.measuring.store(true, Ordering::SeqCst);
                 Instant::now()
             });
@@ -476,6 +482,15 @@ impl Job {
     }
 }
 
+/// The ramp a job really gets: none for read-once catch-up jobs.
+fn effective_ramp(spec: &JobSpec) -> Duration {
+    if spec.rw == Workload::Read && spec.read_pattern == ReadPattern::Catchup {
+        Duration::ZERO
+    } else {
+        spec.ramp_time
+    }
+}
+
 /// `sync`, then `echo 3 > /proc/sys/vm/drop_caches` (needs root).
 async fn drop_page_cache() -> Result<(), String> {
     let status = tokio::process::Command::new("sync")
@@ -511,7 +526,7 @@ async fn ticker(job: Arc<Job>, started: Option<Instant>) -> Option<Instant> {
     let start = match started {
         Some(s) => s,
         None => {
-            let ramp_end = tokio::time::Instant::now() + spec.ramp_time;
+            let ramp_end = tokio::time::Instant::now() + effective_ramp(spec);
             while tokio::time::Instant::now() < ramp_end {
                 if job.stopped() {
                     return None;
