@@ -133,7 +133,41 @@ struct Shared {
     idle: Notify,
     shutdown: watch::Receiver<bool>,
     connections: AtomicUsize,
+    /// Whether `block_in_place` is available (multi-thread runtime).
+    multi_thread: bool,
+    clock: std::time::Instant,
+    /// Until when (ms since `clock`) adds are submitted under `block_in_place`.
+    writes_slow_until_ms: std::sync::atomic::AtomicU64,
 }
+
+impl Shared {
+    /// Submits an operation. An add may block in the entry log while its write cache is
+    /// full (up to `dbStorage_maxThrottleTimeMs`); after one add was seen blocking, adds
+    /// run under `block_in_place` for a while so the other connections served by this
+    /// network thread keep going (multi-thread runtime only).
+    fn dispatch(&self, op: crate::handlers::Op) -> crate::handlers::Pending {
+        let is_write = limits::kind_of(&op) == limits::Kind::Write;
+        if !is_write || !self.multi_thread {
+            return self.bookie.dispatch(op);
+        }
+        let now_ms = self.clock.elapsed().as_millis() as u64;
+        if now_ms < self.writes_slow_until_ms.load(Ordering::Relaxed) {
+            return tokio::task::block_in_place(|| self.bookie.dispatch(op));
+        }
+        let started = std::time::Instant::now();
+        let pending = self.bookie.dispatch(op);
+        if started.elapsed() > SLOW_SUBMIT {
+            self.writes_slow_until_ms
+                .store(now_ms + SLOW_WINDOW.as_millis() as u64, Ordering::Relaxed);
+        }
+        pending
+    }
+}
+
+/// An add submission slower than this means the entry log is throttling.
+const SLOW_SUBMIT: Duration = Duration::from_millis(2);
+/// How long adds then run under `block_in_place`.
+const SLOW_WINDOW: Duration = Duration::from_secs(1);
 
 /// A running server: its bound address and the handle to stop it.
 pub struct Server {
@@ -167,6 +201,10 @@ impl Server {
             idle: Notify::new(),
             shutdown: shutdown_rx,
             connections: AtomicUsize::new(0),
+            multi_thread: tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread,
+            clock: std::time::Instant::now(),
+            writes_slow_until_ms: std::sync::atomic::AtomicU64::new(0),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         tracing::info!(%local_addr, "bookie listening");
@@ -294,7 +332,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         p = conn_limits.acquire(limits::kind_of(&op), frame_len) => p,
                         _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
                     };
-                    let pending = shared.bookie.dispatch(op);
+                    let pending = shared.dispatch(op);
                     let tx = tx.clone();
                     let budget = budget.clone();
                     let observer = shared.observer.clone();

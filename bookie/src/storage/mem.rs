@@ -28,6 +28,8 @@ pub struct MemStorage {
     ledgers: Mutex<HashMap<LedgerId, MemLedger>>,
     pub fail_reads: AtomicBool,
     pub flushes: AtomicU64,
+    /// Every add blocks this many milliseconds (a stand-in for a throttling write cache).
+    pub add_delay_ms: AtomicU64,
 }
 
 impl MemStorage {
@@ -79,6 +81,10 @@ impl LedgerStorage for MemStorage {
     }
 
     fn add_entry(&self, ledger: LedgerId, entry: EntryId, body: Bytes) -> Result<(), StorageError> {
+        let delay = self.add_delay_ms.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
         let mut ledgers = self.ledgers.lock();
         let l = ledgers
             .get_mut(&ledger)
