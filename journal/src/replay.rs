@@ -109,6 +109,8 @@ pub(crate) struct SegFile {
 
 /// Bytes read at a time.
 const READ_CHUNK: usize = 1 << 20;
+/// Reads of a group that fails validation before it is judged bad.
+const GROUP_READ_ATTEMPTS: usize = 3;
 
 impl SegFile {
     pub(crate) fn open(
@@ -341,10 +343,13 @@ pub(crate) fn walk(
     loop {
         let bad: FormatError = if pos < segs[cur].len {
             let mut attempt = try_group(&mut segs[cur], disk, pos, journal_id, last, &mut read)?;
-            if attempt.is_err() {
+            for _ in 1..GROUP_READ_ATTEMPTS {
+                if attempt.is_ok() {
+                    break;
+                }
                 // Read it again from the device before judging: a transient read
                 // error (a flipped bit on the bus) must not make an acknowledged
-                // last group look like a torn tail.
+                // last group look like a torn tail, nor a valid group like damage.
                 segs[cur].invalidate();
                 attempt = try_group(&mut segs[cur], disk, pos, journal_id, last, &mut read)?;
             }

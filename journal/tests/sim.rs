@@ -114,9 +114,21 @@ fn open_and_check(
         .map(|(j, r, drivers)| (j, r, drivers, recs))
     };
     let mut opened = try_open();
-    if let (Err(JournalError::Io { .. }), true) = (&opened, fs.faults().read_eio > 0.0) {
-        // An injected read error fails the open (never a silent short replay); the
-        // operator retries, and so does the test, without read faults.
+    let transient = matches!(
+        (
+            &opened,
+            fs.faults().read_eio > 0.0 || fs.faults().read_bit_flip > 0.0
+        ),
+        (
+            Err(JournalError::Io { .. } | JournalError::Corruption { .. }),
+            true
+        )
+    );
+    if transient {
+        // An injected read error may fail the open (never a silent short replay):
+        // read EIO, or bit flips on every re-read of one group. The operator
+        // retries, and so does the test, without read faults: that open must
+        // succeed and pass every check (nothing was damaged on the media).
         fs.set_faults(Faults::default());
         opened = try_open();
     }
@@ -550,4 +562,13 @@ fn time_seeds() {
 #[test]
 fn regression_seed_10196() {
     replay_seed(10196);
+}
+
+/// Found that a group hit by read bit flips on both of its reads was judged
+/// damaged (the journal refused to open on transient read errors). Fixed by reading
+/// a failing group up to three times; the test retries an open that failed while
+/// read faults were injected, and that retry must pass every check.
+#[test]
+fn regression_seed_10214() {
+    replay_seed(10214);
 }
