@@ -126,8 +126,9 @@ pub struct ReadOp {
     pub entry: EntryId,
     /// `Some(key)` for a fencing read; `Some(empty)` when fencing was asked without a key.
     pub fence: Option<Bytes>,
+    /// Set for v3 long-poll reads (`previousLAC` present, not fencing).
     pub long_poll: Option<LongPoll>,
-    /// v3 ENTRY_PIGGYBACK without previousLAC (answered EBADREQ if entry != -1 is moot).
+    /// v2 flag 0x0004 / v3 `priority > 0` (a scheduling hint only; reads are never refused).
     pub high_priority: bool,
 }
 

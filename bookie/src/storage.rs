@@ -351,6 +351,11 @@ pub fn disk_space(dirs: &[std::path::PathBuf]) -> Result<(u64, u64), StorageErro
     Ok((total, free))
 }
 
+/// Free bytes (available to this process) on the file system holding `dir`.
+pub fn free_bytes(dir: &std::path::Path) -> Result<u64, StorageError> {
+    statvfs(dir).map(|s| s.free)
+}
+
 struct FsSpace {
     fsid: u64,
     total: u64,

@@ -194,6 +194,10 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         metrics.clone(),
         cfg.disk_check_interval.max(Duration::from_millis(100)),
         cfg.read_only_mode_enabled,
+        (
+            cfg.ledger_dirs.clone(),
+            cfg.min_usable_size_for_high_priority_writes_bytes,
+        ),
     ));
     let gc = registration.as_ref().map(|reg| {
         tokio::spawn(gc_loop(
@@ -273,6 +277,7 @@ async fn disk_monitor(
     metrics: Metrics,
     interval: Duration,
     read_only_mode_enabled: bool,
+    (ledger_dirs, high_priority_min_free): (Vec<PathBuf>, u64),
 ) {
     let mut tick = tokio::time::interval(interval);
     loop {
@@ -291,6 +296,12 @@ async fn disk_monitor(
             }
             _ => return,
         };
+        // High-priority (recovery) writes stay allowed while some ledger dir has room
+        // (minUsableSizeForHighPriorityWrites).
+        let allowed = ledger_dirs.iter().any(|d| {
+            crate::storage::free_bytes(d).is_ok_and(|free| free >= high_priority_min_free)
+        });
+        bookie.set_high_priority_writes_allowed(allowed);
         if read_only && !read_only_mode_enabled {
             tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
             exit_on_fatal()("ledger directories full");
