@@ -250,7 +250,11 @@ async fn progress_loop(jobs: Vec<Arc<job::Job>>) {
                     )
                 })
                 .collect();
-            parts.push(format!("{}: {}", j.spec.name, cells.join(", ")));
+            if cells.is_empty() {
+                parts.push(format!("{}: measuring", j.spec.name));
+            } else {
+                parts.push(format!("{}: {}", j.spec.name, cells.join(", ")));
+            }
         }
         eprint!(
             "\r\x1b[2K[{:>4}s] {}",
