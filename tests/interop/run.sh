@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the bookie-rs Java conformance suite.
 #   tests/interop/run.sh [--impl java|rust|both] [--scenario N[,N...]] [--mode v2|v3] [--keep]
-# Builds the Rust bookie (cargo build --release -p bookie) unless BOOKIE_BIN is set or only the
-# java implementation is selected, builds the Maven project (offline when ~/.m2 already has
+# Builds the Rust bookie (cargo build --release -p bookie; INTEROP_RUST_PROFILE=dev for a debug
+# build) unless BOOKIE_BIN is set or only the java implementation is selected, builds the Maven project (offline when ~/.m2 already has
 # everything), then runs every scenario x implementation x mode and prints the result table.
 # The last line is `N passed, N failed`; the exit code is non-zero iff a required pair failed
 # (every java pair, and the rust pairs listed in tests/interop/expected-pass.txt).
@@ -15,12 +15,16 @@ for ((i = 1; i <= $#; i++)); do
   if [[ "${!i}" == "--impl" ]]; then j=$((i + 1)); IMPL="${!j:-both}"; fi
 done
 
+# INTEROP_RUST_PROFILE=dev reuses the debug build `cargo test` already made (the release build
+# of the bookie took ~13 min on this shared 2-core machine); default: release.
+PROFILE="${INTEROP_RUST_PROFILE:-release}"
 if [[ "$IMPL" != "java" && -z "${BOOKIE_BIN:-}" ]]; then
-  echo "interop: building the Rust bookie (cargo build --release -p bookie)"
-  if (cd "$ROOT" && cargo build --release -p bookie); then
+  echo "interop: building the Rust bookie (cargo build --profile $PROFILE -p bookie)"
+  if (cd "$ROOT" && cargo build --profile "$PROFILE" -p bookie); then
     # Resolve the binary where cargo put it (CARGO_TARGET_DIR may point elsewhere).
     TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-    if [[ -x "$TARGET_DIR/release/bookie" ]]; then export BOOKIE_BIN="$TARGET_DIR/release/bookie"; fi
+    OUT_DIR="$PROFILE"; [[ "$PROFILE" == "dev" ]] && OUT_DIR=debug
+    if [[ -x "$TARGET_DIR/$OUT_DIR/bookie" ]]; then export BOOKIE_BIN="$TARGET_DIR/$OUT_DIR/bookie"; fi
   else
     echo "interop: cargo build --release -p bookie FAILED; rust pairs will fail (the suite still runs java)"
     export BOOKIE_BIN="$ROOT/target/release/bookie-build-failed"

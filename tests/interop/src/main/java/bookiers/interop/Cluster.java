@@ -244,10 +244,10 @@ public final class Cluster implements AutoCloseable {
     }
 
     /** Total `du` of every bookie's ledger directory. */
-    long totalLedgerDirUsage() throws IOException, InterruptedException {
-        long sum = 0;
+    BookieProcess.Usage totalLedgerDirUsage() throws IOException, InterruptedException {
+        BookieProcess.Usage sum = new BookieProcess.Usage(0, 0);
         for (BookieProcess b : bookies) {
-            sum += b.ledgerDirUsageBytes();
+            sum = sum.plus(b.ledgerDirUsage());
         }
         return sum;
     }

@@ -93,12 +93,15 @@ final class Ctx {
      */
     static WriteResult writeAll(LedgerHandle lh, long n, LongFunction<byte[]> payload, int maxOutstanding,
             long maxBytes) throws Exception {
-        return writeAll(lh, n, payload, maxOutstanding, maxBytes, e -> { });
+        return writeAll(lh, n, payload, maxOutstanding, maxBytes, (e, out) -> { });
     }
 
-    /** Hook run in the submitting thread before entry e is submitted (e.g. to kill a bookie). */
+    /**
+     * Hook run in the submitting thread before entry e is submitted (e.g. to kill a bookie);
+     * outstanding = adds submitted whose callback has not run yet.
+     */
     interface BeforeAdd {
-        void before(long entryId) throws Exception;
+        void before(long entryId, int outstanding) throws Exception;
     }
 
     /** As {@link #writeAll(LedgerHandle, long, LongFunction, int, long)}, calling hook before each add. */
@@ -113,7 +116,7 @@ final class Ctx {
         CountDownLatch done = new CountDownLatch(1);
         AtomicLong completed = new AtomicLong();
         for (long e = 0; e < n && error.get() == null; e++) {
-            hook.before(e);
+            hook.before(e, outstanding.get());
             byte[] data = payload.apply(e);
             int cost = Math.max(1, Math.min(data.length, (int) Math.min(Integer.MAX_VALUE, maxBytes)));
             slots.acquire();

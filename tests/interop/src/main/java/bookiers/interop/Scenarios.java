@@ -74,10 +74,10 @@ final class Scenarios {
                         Scenarios::s06BatchRead, 90),
                 new Def(7, "s07_bookie_failure", "SIGKILL an ensemble bookie mid-write; ensemble change; all acks read",
                         Scenarios::s07BookieFailure, 150),
-                new Def(8, "s08_crash_durability", "SIGKILL all bookies after N acks, restart, every ack reads back",
+                new Def(8, "s08_crash_durability", "SIGKILL all bookies (quiet ledger + adds in flight), restart, every ack reads back",
                         Scenarios::s08CrashDurability, 150),
                 new Def(9, "s09_delete_gc", "deleted ledgers vanish from bookies and their space is reclaimed",
-                        Scenarios::s09DeleteGc, 150),
+                        Scenarios::s09DeleteGc, 200),
                 new Def(10, "s10_errors", "wrong key -> unauthorized, missing ledger/entry errors, others served",
                         Scenarios::s10Errors, 120),
                 new Def(11, "s11_shell", "bookie shell bookiesanity, simpletest, listbookies, readledger",
@@ -132,24 +132,70 @@ final class Scenarios {
 
     // ---------------------------------------------------------------- s02
 
+    /**
+     * The ensemble bookies are paused (SIGSTOP) while the first 1,000 adds are submitted, so all
+     * 1,000 are outstanding at once whatever the relative speed of client and bookie (a free-running
+     * client measured peaks of 130-1,000 depending on load); then they resume (SIGCONT, < 1 s of
+     * pause, well inside the 4 s ZooKeeper session) and the writer keeps a 1,000-deep window for
+     * 5,000 adds. The client's netty write buffer is raised so the paused sockets do not make it
+     * fail adds fast.
+     */
     static void s02Pipelined(Ctx ctx) throws Exception {
-        BookKeeper bk = ctx.newClient();
+        BookKeeper bk = ctx.newClient(c -> c.setClientWriteBufferLowWaterMark(8 * Payloads.MIB)
+                .setClientWriteBufferHighWaterMark(16 * Payloads.MIB));
         LedgerHandle lh = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
         long seed = lh.getId();
         int n = 5_000;
-        // Payloads made up front so the submit loop is only asyncAddEntry and the window fills.
+        int window = 1_000;
         byte[][] data = new byte[n][];
         for (int e = 0; e < n; e++) {
             data[e] = Payloads.bytes(seed, e, 512 + e % 1024);
         }
         LongFunction<byte[]> payload = e -> data[(int) e];
-        Ctx.WriteResult r = Ctx.writeAll(lh, n, payload, 1_000, Long.MAX_VALUE);
+        List<BookieProcess> ensemble = new ArrayList<>();
+        for (BookieId b : lh.getLedgerMetadata().getAllEnsembles().get(0L)) {
+            ensemble.add(ctx.cluster.byId(b.toString()));
+        }
+        AtomicLong pausedAt = new AtomicLong();
+        AtomicLong outstandingAtResume = new AtomicLong(-1);
+        AtomicLong pauseMs = new AtomicLong();
+        java.util.concurrent.ScheduledExecutorService watchdog =
+                java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        AtomicBoolean resumed = new AtomicBoolean();
+        Runnable resume = () -> {
+            if (resumed.compareAndSet(false, true)) {
+                pauseMs.set(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt.get()));
+                for (BookieProcess b : ensemble) {
+                    try {
+                        b.signal("CONT");
+                    } catch (Exception ex) {
+                        throw new IllegalStateException(ex);
+                    }
+                }
+            }
+        };
+        Ctx.WriteResult r;
+        try {
+            r = Ctx.writeAll(lh, n, payload, window, Long.MAX_VALUE, (e, outstanding) -> {
+                if (e == 0) {
+                    for (BookieProcess b : ensemble) {
+                        b.signal("STOP");
+                    }
+                    pausedAt.set(System.nanoTime());
+                    watchdog.schedule(resume, 2_500, TimeUnit.MILLISECONDS); // never outlive the ZK session
+                } else if (e == window) {
+                    outstandingAtResume.set(outstanding);
+                    resume.run();
+                }
+            });
+        } finally {
+            resume.run();
+            watchdog.shutdownNow();
+        }
         Check.eq("acknowledged adds", (long) n, r.acked);
-        // A fast bookie acks while the window is still being filled, so the peak varies by machine
-        // (measured 500-1,000 against Java); 200 proves a deep pipeline without flaking.
-        Check.isTrue("adds in flight at once", r.peakOutstanding >= 200,
-                "expected the pipeline to reach >= 200 of the 1,000 allowed outstanding adds, peak was "
-                        + r.peakOutstanding);
+        Check.eq("adds outstanding when the paused bookies resumed (after " + pauseMs.get() + " ms)",
+                (long) window, outstandingAtResume.get());
+        Check.eq("peak adds in flight", window, r.peakOutstanding);
         lh.close();
         LedgerHandle rh = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
         Check.eq("LAC after close", (long) n - 1, rh.getLastAddConfirmed());
@@ -404,7 +450,7 @@ final class Scenarios {
         LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 1 + (int) (e * 613 % 2048));
         List<BookieId> first = lh.getLedgerMetadata().getAllEnsembles().get(0L);
         BookieProcess victim = ctx.cluster.byId(first.get(1).toString());
-        Ctx.WriteResult res = Ctx.writeAll(lh, n, payload, 100, 8L * Payloads.MIB, e -> {
+        Ctx.WriteResult res = Ctx.writeAll(lh, n, payload, 100, 8L * Payloads.MIB, (e, out) -> {
             if (e == 1_000) {
                 victim.kill();
             }
@@ -425,8 +471,30 @@ final class Scenarios {
 
     // ---------------------------------------------------------------- s08
 
+    /**
+     * Two ledgers share one crash of every bookie:
+     * <ul>
+     * <li>quiet: 500 adds, all acknowledged, writer left open, no add in flight at the crash. After
+     * the restart, open with recovery must give LAC = 499 exactly and every entry back.</li>
+     * <li>busy: adds pipelined (200 in flight) until >= 1,000 are acknowledged, then the crash with
+     * adds in flight. After the restart every acknowledged entry must read back (readUnconfirmed,
+     * each entry from any replica whose copy verifies).</li>
+     * </ul>
+     * Why the busy ledger is not opened with recovery: the stock Java bookie replays a journal
+     * record torn by the SIGKILL (Journal#scanJournal reads `len` bytes of the zero-preallocated
+     * file, there is no record checksum), so an unacknowledged entry can come back as garbage on a
+     * replica, and the client's recovery then failed with BKLedgerRecoveryException (digest
+     * mismatch on the last entry; seen once in ~6 Java runs). Acknowledged entries are whole on
+     * >= ackQuorum replicas, so reading them is deterministic on both implementations.
+     */
     static void s08CrashDurability(Ctx ctx) throws Exception {
         BookKeeper wbk = ctx.newClient();
+        LedgerHandle quiet = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long qseed = quiet.getId();
+        LongFunction<byte[]> qpayload = e -> Payloads.bytes(qseed, e, 1 + (int) (e * 7919 % 16384));
+        int quietN = 500;
+        Ctx.writeAll(quiet, quietN, qpayload, 200, 8L * Payloads.MIB);
+
         LedgerHandle lh = wbk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
         long seed = lh.getId();
         LongFunction<byte[]> payload = e -> Payloads.bytes(seed, e, 1 + (int) (e * 7919 % 16384));
@@ -489,12 +557,29 @@ final class Scenarios {
             throw new Check.Failure(orderError.get());
         }
         ctx.cluster.healBookies();
-        LedgerHandle rh = ctx.newClient().openLedger(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
-        long lac = rh.getLastAddConfirmed();
-        Check.isTrue("recovered LAC after crash of all bookies", lac >= lastAcked && lac < submitted.get(),
-                "expected between last acknowledged " + lastAcked + " and last submitted " + (submitted.get() - 1)
-                        + ", got " + lac);
-        Ctx.verifyAll(rh, 0, lac, payload, 4L * Payloads.MIB);
+
+        BookKeeper rbk = ctx.newClient();
+        LedgerHandle rq = rbk.openLedger(quiet.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        Check.eq("recovered LAC of the quiet ledger (all " + quietN + " adds acknowledged before the crash)",
+                (long) quietN - 1, rq.getLastAddConfirmed());
+        Ctx.verifyAll(rq, 0, quietN - 1, qpayload, 4L * Payloads.MIB);
+
+        LedgerHandle rh = rbk.openLedgerNoRecovery(lh.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        long e = 0;
+        while (e <= lastAcked) {
+            long end = Math.min(lastAcked, e + 99);
+            Enumeration<LedgerEntry> en = rh.readUnconfirmedEntries(e, end);
+            long id = e;
+            while (en.hasMoreElements()) {
+                LedgerEntry le = en.nextElement();
+                Check.eq("acknowledged entry id after the crash", id, le.getEntryId());
+                Check.bytes("acknowledged entry " + id + " (of " + (lastAcked + 1) + ") after the crash",
+                        payload.apply(id), le.getEntry());
+                id++;
+            }
+            Check.eq("acknowledged entries returned for [" + e + "," + end + "] after the crash", end + 1, id);
+            e = end + 1;
+        }
     }
 
     // ---------------------------------------------------------------- s09
@@ -510,7 +595,7 @@ final class Scenarios {
             keep.addEntry(Payloads.bytes(keep.getId(), e, 1000));
         }
         keep.close();
-        long before = ctx.cluster.totalLedgerDirUsage();
+        BookieProcess.Usage before = ctx.cluster.totalLedgerDirUsage();
         List<LedgerHandle> doomed = new ArrayList<>();
         long replicated = 0;
         for (int i = 0; i < ledgers; i++) {
@@ -521,27 +606,29 @@ final class Scenarios {
             doomed.add(lh);
             replicated += 3L * entries * size;
         }
-        // Wait until the data is in the ledger dirs (write caches flushed), so the drop is measurable.
-        long written = before;
+        // Wait until the data is in the ledger dirs (write caches flushed), so the drop is
+        // measurable. Both allocated blocks and apparent size are tracked: preallocation (RocksDB
+        // WALs, segment files) moves the first, hole punching only the second would miss.
+        BookieProcess.Usage written = before;
         long flushDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < flushDeadline) {
             written = ctx.cluster.totalLedgerDirUsage();
-            if (written - before >= replicated * 8 / 10) {
+            if (grew(before, written) >= replicated * 8 / 10) {
                 break;
             }
             Thread.sleep(250);
         }
         Check.isTrue("ledger dir usage after writing " + replicated + " replicated bytes",
-                written - before >= replicated * 8 / 10,
-                "grew only from " + before + " to " + written + " bytes in 30 s");
+                grew(before, written) >= replicated * 8 / 10,
+                "grew only from " + before + " to " + written + " in 30 s");
         for (LedgerHandle lh : doomed) {
             int rc = readRc(raw, lh.getLedgerMetadata().getAllEnsembles().get(0L).get(0), lh.getId(), 0);
             Check.eq("direct read of entry 0 of ledger " + lh.getId() + " before delete", BKException.Code.OK, rc);
             bk.deleteLedger(lh.getId());
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         String pending = "";
-        long now = written;
+        BookieProcess.Usage now = written;
         while (System.nanoTime() < deadline) {
             pending = "";
             for (LedgerHandle lh : doomed) {
@@ -554,18 +641,23 @@ final class Scenarios {
                 }
             }
             now = ctx.cluster.totalLedgerDirUsage();
-            if (pending.isEmpty() && written - now >= replicated / 2) {
+            if (pending.isEmpty() && grew(now, written) >= replicated / 2) {
                 break;
             }
             Thread.sleep(500);
         }
         Check.isTrue("direct reads of deleted ledgers after GC", pending.isEmpty(),
-                "expected NoSuchLedgerExistsException (ENOLEDGER) from every bookie within 90 s, still:" + pending);
-        Check.isTrue("ledger dir usage after delete + GC", written - now >= replicated / 2,
-                "expected it to drop by >= " + replicated / 2 + " bytes from " + written + ", it is " + now
-                        + " (before the scenario: " + before + ")");
+                "expected NoSuchLedgerExistsException (ENOLEDGER) from every bookie within 120 s, still:" + pending);
+        Check.isTrue("ledger dir usage after delete + GC", grew(now, written) >= replicated / 2,
+                "expected it to drop by >= " + replicated / 2 + " bytes (allocated or apparent) from " + written
+                        + " within 120 s, it is " + now + " (before the scenario: " + before + ")");
         LedgerHandle rk = bk.openLedger(keep.getId(), DigestType.CRC32C, Ctx.PASSWORD);
         Ctx.verifyAll(rk, 0, 9, e -> Payloads.bytes(keep.getId(), e, 1000), Payloads.MIB);
+    }
+
+    /** How much usage grew from a to b: the larger of the allocated and apparent growth. */
+    private static long grew(BookieProcess.Usage a, BookieProcess.Usage b) {
+        return Math.max(b.allocated() - a.allocated(), b.apparent() - a.apparent());
     }
 
     /** One READ_ENTRY straight to one bookie; returns the client rc. */
@@ -597,8 +689,21 @@ final class Scenarios {
             }
         }, "s10-bystander");
         bystander.start();
+        long addsBefore;
+        long addsAfter;
         try {
+            // Let the bystander get going, then run the error checks while it keeps writing.
+            long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (otherAdds.get() < 5 && otherError.get() == null && System.nanoTime() < warm) {
+                Thread.sleep(10);
+            }
+            addsBefore = otherAdds.get();
             s10Checks(ctx);
+            long more = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (otherAdds.get() < addsBefore + 5 && otherError.get() == null && System.nanoTime() < more) {
+                Thread.sleep(10);
+            }
+            addsAfter = otherAdds.get();
         } finally {
             stop.set(true);
             bystander.join(30_000);
@@ -607,7 +712,8 @@ final class Scenarios {
             throw new Check.Failure("bystander client failed while errors were served: " + otherError.get(),
                     otherError.get());
         }
-        Check.isTrue("bystander adds", otherAdds.get() > 10, "only " + otherAdds.get() + " adds succeeded");
+        Check.isTrue("bystander adds while and after errors were served", addsBefore >= 5 && addsAfter >= addsBefore + 5,
+                "expected >= 5 before and >= 5 more after the error checks, got " + addsBefore + " then " + addsAfter);
         long last = otherAdds.get() - 1;
         ol.close();
         LedgerHandle rl = ctx.newClient().openLedger(ol.getId(), DigestType.CRC32C, Ctx.PASSWORD);
