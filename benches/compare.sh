@@ -4,6 +4,7 @@
 #   benches/compare.sh                      # the whole standard job set, 30 s per job
 #   QUICK=1 benches/compare.sh              # 5 s per job, smaller prefills (a smoke run)
 #   JOBS=write-1k-max,write-5m benches/compare.sh
+#   PROTOCOL=v3 benches/compare.sh         # the same jobs over the v3 protobuf protocol
 #
 # What it does (docs/benchmarks.md, "Comparison with the Java bookie"):
 #   1. builds `bookie` and `bkbench` (release) and the Java conformance suite's classpath
@@ -60,10 +61,10 @@ mkdir -p "$DIR/ours" "$DIR/java/journal" "$DIR/java/ledgers" "$DIR/zk" "$DIR/fio
 rm -f "$RESULTS"/*.json "$RESULTS"/*.md
 ALL_JOBS=$(grep -E '^\[[^]]+\]' "$JOBFILE" | tr -d '[]' | grep -v '^global$')
 JOBS="${JOBS:-$(echo $ALL_JOBS | tr ' ' ',')}"
-OVERRIDES=()
+OVERRIDES=(--protocol="${PROTOCOL:-v2}")
 FIO_OVERRIDES=()
 if [[ -n "${QUICK:-}" ]]; then
-  OVERRIDES=(--runtime=5s --ramp_time=1s)
+  OVERRIDES+=(--runtime=5s --ramp_time=1s)
   FIO_OVERRIDES=(--runtime=5)
 fi
 
@@ -177,7 +178,7 @@ ARGS=(--ours="$(join "${OURS_FILES[@]}")" --java="$(join "${JAVA_FILES[@]}")")
 [[ -n "$OURS_HWM" ]] && ARGS+=(--rss-ours="$OURS_HWM")
 [[ -n "$JAVA_HWM" ]] && ARGS+=(--rss-java="$JAVA_HWM")
 {
-  echo "bookie-rs vs Java bookie vs fio, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, data in $DIR"
+  echo "bookie-rs vs Java bookie vs fio, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, protocol ${PROTOCOL:-v2}${QUICK:+, QUICK}, data in $DIR"
   echo "(ratios: ours/java; > 1 is better for IOPS and MiB/s, < 1 is better for latency)"
   echo
   "$BKBENCH" compare "${ARGS[@]}"

@@ -240,3 +240,31 @@ async fn an_unreachable_bookie_is_a_clear_error() {
         .expect("connect fails");
     assert!(e.contains(&addr) && e.contains("cannot connect"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledgers_spread_over_several_bookies() {
+    let a = FakeBookie::start().await;
+    let b = FakeBookie::start().await;
+    let both = format!("{},{}", a.addr, b.addr);
+    let r = run(spec(
+        &both,
+        &[
+            ("ledgers", "4"),
+            ("iodepth", "8"),
+            ("number_ios", "400"),
+            ("connections", "2"),
+        ],
+    ))
+    .await;
+    let w = r.write.as_ref().expect("write");
+    assert_eq!((w.total_ios, w.total_errors), (400, 0), "{r:?}");
+    let (na, nb) = (
+        a.store.lock().expect("a").entries.len(),
+        b.store.lock().expect("b").entries.len(),
+    );
+    assert_eq!(na + nb, 400);
+    assert!(
+        na >= 100 && nb >= 100,
+        "both bookies hold ledgers: {na} / {nb}"
+    );
+}
