@@ -39,6 +39,13 @@ fn real_images() -> (Vec<u8>, Vec<u8>) {
 #[test]
 fn decoders_survive_mutations_and_noise() {
     let (seg, state) = real_images();
+    // Seed corpus for the libFuzzer targets: BK_FUZZ_SEED_DIR=fuzz/corpus/segment_index.
+    if let Ok(dir) = std::env::var("BK_FUZZ_SEED_DIR") {
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("segment"), &seg).unwrap();
+        std::fs::write(dir.join("ledgers.state"), &state).unwrap();
+    }
     let (_, runs) = decode_segment(&seg).expect("real segment decodes");
     assert_eq!(runs.len(), 3);
     assert_eq!(StateFile::decode(&state).unwrap().ledgers.len(), 3);
