@@ -205,6 +205,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             bookie.clone(),
             reg.clone(),
             cfg.gc_wait_time.max(Duration::from_secs(1)),
+            Compaction::from_config(&cfg),
         ))
     });
 
@@ -321,19 +322,84 @@ async fn disk_monitor(
     }
 }
 
-/// Garbage collection (semantics.md §15): local ledgers without metadata are deleted.
-/// The local snapshot (GC token) is taken before the ZooKeeper scan; a failed scan skips
-/// the round.
+/// Minor and major compaction schedule (stock keys `minor/majorCompactionThreshold`,
+/// `minor/majorCompactionInterval`; a threshold <= 0 or no interval disables one).
+struct Compaction {
+    minor: Option<(f64, Duration)>,
+    major: Option<(f64, Duration)>,
+}
+
+impl Compaction {
+    fn from_config(cfg: &BookieConfig) -> Compaction {
+        let pick = |threshold: f64, interval: Option<Duration>| {
+            interval
+                .filter(|_| threshold > 0.0)
+                .map(|i| (threshold.min(1.0), i))
+        };
+        Compaction {
+            minor: pick(
+                cfg.minor_compaction_threshold,
+                cfg.minor_compaction_interval,
+            ),
+            major: pick(
+                cfg.major_compaction_threshold,
+                cfg.major_compaction_interval,
+            ),
+        }
+    }
+}
+
+/// Runs due compactions after a GC round (Java's GC thread does both in one loop).
+async fn compact_if_due(
+    storage: &Arc<RealStorage>,
+    schedule: &Compaction,
+    last_minor: &mut tokio::time::Instant,
+    last_major: &mut tokio::time::Instant,
+) {
+    let now = tokio::time::Instant::now();
+    let threshold = match (schedule.major, schedule.minor) {
+        (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
+            *last_major = now;
+            *last_minor = now;
+            t
+        }
+        (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
+            *last_minor = now;
+            t
+        }
+        _ => return,
+    };
+    let st = storage.clone();
+    match tokio::task::spawn_blocking(move || {
+        st.entry_log.with_log(|log| log.compact(Some(threshold)))
+    })
+    .await
+    {
+        Ok(Some(Ok(report))) if report.compacted_segments > 0 || report.removed_segments > 0 => {
+            tracing::info!(?report, threshold, "compaction done");
+        }
+        Ok(Some(Err(e))) => tracing::warn!(error = %e, "compaction failed"),
+        _ => {}
+    }
+}
+
+/// Garbage collection (semantics.md §15): local ledgers without metadata are deleted,
+/// then due compactions run. The local snapshot (GC token) is taken before the ZooKeeper
+/// scan; a failed scan skips the round.
 async fn gc_loop(
     storage: Arc<RealStorage>,
     bookie: Arc<Bookie>,
     registration: Arc<Registration>,
     interval: Duration,
+    compaction: Compaction,
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.tick().await;
+    let mut last_minor = tokio::time::Instant::now();
+    let mut last_major = last_minor;
     loop {
         tick.tick().await;
+        compact_if_due(&storage, &compaction, &mut last_minor, &mut last_major).await;
         let Some(token) = storage.entry_log.with_log(|log| log.begin_gc_scan()) else {
             return;
         };
