@@ -93,7 +93,9 @@ hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "";
 
 # ---- 2. our bookie -----------------------------------------------------------------------
 log "starting our bookie on :$OURS_PORT (standalone, data in $DIR/ours)"
-"$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" >"$DIR/ours.log" 2>&1 &
+# Same disk-full thresholds as the Java bookie below (a shared disk may be fuller than 90 %).
+"$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
+  --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 >"$DIR/ours.log" 2>&1 &
 OURS_PID=$!
 PIDS+=("$OURS_PID")
 

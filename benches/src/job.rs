@@ -85,6 +85,8 @@ struct Ledgers {
     writable: Vec<usize>,
     rr_write: usize,
     rr_read: usize,
+    /// Ledgers retired after a failed add.
+    retired: usize,
 }
 
 /// Which phase a worker runs in.
@@ -161,6 +163,7 @@ impl Job {
             writable: Vec::new(),
             rr_write: 0,
             rr_read: 0,
+            retired: 0,
         };
         for _ in 0..spec.ledgers {
             let id = ids.take();
@@ -376,9 +379,10 @@ impl Job {
         (idx, id, entry_id, conn, entry)
     }
 
-    fn add_done(&self, idx: usize, entry_id: i64, ok: bool) {
+    fn add_done(&self, idx: usize, entry_id: i64, result: &Result<(), RequestError>) {
         let mut l = guard(&self.ledgers);
-        if ok {
+        let mut give_up = None;
+        if result.is_ok() {
             let st = &mut l.all[idx];
             if entry_id == st.lac + 1 {
                 st.lac = entry_id;
@@ -391,6 +395,16 @@ impl Job {
         } else if !l.all[idx].retired {
             // Roll over: the hole at `entry_id` pins this ledger's LAC forever.
             l.all[idx].retired = true;
+            l.retired += 1;
+            if l.retired > max_retired_ledgers(self.spec.ledgers) {
+                // A bookie that refuses every add (read-only, full, fenced) would otherwise
+                // make us open ledgers forever; end the job and say why.
+                give_up = Some(format!(
+                    "{} ledgers retired after failed adds (last: {}): the bookie keeps refusing adds",
+                    l.retired,
+                    result.as_ref().err().map_or("?", |e| e.code())
+                ));
+            }
             let fresh = new_ledger(self.ids.take(), self.conns.len());
             let fresh_idx = l.all.len();
             l.all.push(fresh);
@@ -399,6 +413,9 @@ impl Job {
             }
         }
         drop(l);
+        if let Some(why) = give_up {
+            self.stop_with(why);
+        }
         self.acked.notify_waiters();
     }
 
@@ -480,6 +497,12 @@ impl Job {
     pub fn is_stopped(&self) -> bool {
         self.stopped()
     }
+}
+
+/// How many ledgers may be retired after failed adds before the job gives up (bounds the
+/// ledger table when a bookie refuses everything).
+fn max_retired_ledgers(ledgers: u32) -> usize {
+    (ledgers as usize).saturating_mul(16).max(256)
 }
 
 /// The ramp a job really gets: none for read-once catch-up jobs.
@@ -646,7 +669,7 @@ async fn do_add(job: &Arc<Job>, phase: Phase, measured: bool, size: u64) {
         )
         .await;
     job.adds_in_flight.fetch_sub(1, Ordering::SeqCst);
-    job.add_done(idx, entry_id, r.is_ok());
+    job.add_done(idx, entry_id, &r);
     if let Err(RequestError::ConnectionLost(why)) = &r {
         job.stop_with(format!("connection lost: {why}"));
     }

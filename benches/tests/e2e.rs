@@ -268,3 +268,27 @@ async fn ledgers_spread_over_several_bookies() {
         "both bookies hold ledgers: {na} / {nb}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bookie_refusing_every_add_ends_the_job() {
+    let fake = FakeBookie::start().await;
+    fake.set_readonly();
+    let t0 = Instant::now();
+    let r = run(spec(&fake.addr, &[("iodepth", "8"), ("runtime", "60s")])).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "ended by the roll-over cap, not runtime"
+    );
+    let w = r.write.as_ref().expect("write");
+    assert!(
+        w.errors.get("EREADONLY").copied().unwrap_or(0) > 256,
+        "{:?}",
+        w.errors
+    );
+    assert!(r.stopped_by.contains("EREADONLY"), "{}", r.stopped_by);
+    assert!(
+        r.ledger_ids.len() < 300,
+        "bounded ledger table: {}",
+        r.ledger_ids.len()
+    );
+}

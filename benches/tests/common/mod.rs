@@ -28,6 +28,7 @@ pub struct FakeBookie {
     pub addr: String,
     pub store: Arc<Mutex<Store>>,
     stall: Arc<AtomicBool>,
+    readonly: Arc<AtomicBool>,
     vanish: Arc<Notify>,
     gone: Arc<AtomicBool>,
 }
@@ -39,19 +40,26 @@ impl FakeBookie {
         let addr = listener.local_addr().expect("addr").to_string();
         let store = Arc::new(Mutex::new(Store::default()));
         let stall = Arc::new(AtomicBool::new(false));
+        let readonly = Arc::new(AtomicBool::new(false));
         let vanish = Arc::new(Notify::new());
         let gone = Arc::new(AtomicBool::new(false));
-        let (s, st, v, g) = (store.clone(), stall.clone(), vanish.clone(), gone.clone());
+        let (s, st, ro, v, g) = (
+            store.clone(),
+            stall.clone(),
+            readonly.clone(),
+            vanish.clone(),
+            gone.clone(),
+        );
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = v.notified() => { g.store(true, Ordering::SeqCst); return; }
                     acc = listener.accept() => {
                         let Ok((sock, _)) = acc else { return };
-                        let (s, st, v) = (s.clone(), st.clone(), v.clone());
+                        let (s, st, ro, v) = (s.clone(), st.clone(), ro.clone(), v.clone());
                         tokio::spawn(async move {
                             tokio::select! {
-                                _ = serve(sock, s, st) => {}
+                                _ = serve(sock, s, st, ro) => {}
                                 _ = wait_forever(v) => {}
                             }
                         });
@@ -63,9 +71,15 @@ impl FakeBookie {
             addr,
             store,
             stall,
+            readonly,
             vanish,
             gone,
         }
+    }
+
+    /// Answers every add with EREADONLY from now on.
+    pub fn set_readonly(&self) {
+        self.readonly.store(true, Ordering::SeqCst);
     }
 
     /// Closes the listener and every connection (the process "dies").
@@ -85,7 +99,12 @@ async fn wait_forever(v: Arc<Notify>) {
     v.notified().await;
 }
 
-async fn serve(mut sock: tokio::net::TcpStream, store: Arc<Mutex<Store>>, stall: Arc<AtomicBool>) {
+async fn serve(
+    mut sock: tokio::net::TcpStream,
+    store: Arc<Mutex<Store>>,
+    stall: Arc<AtomicBool>,
+    readonly: Arc<AtomicBool>,
+) {
     let dec = FrameDecoder::default();
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut state = ConnProtocolState::default();
@@ -107,7 +126,7 @@ async fn serve(mut sock: tokio::net::TcpStream, store: Arc<Mutex<Store>>, stall:
             if stall.load(Ordering::SeqCst) {
                 continue;
             }
-            handle(req, &store, &mut out);
+            handle(req, &store, readonly.load(Ordering::SeqCst), &mut out);
         }
         if !out.is_empty() && sock.write_all(&out).await.is_err() {
             return;
@@ -115,9 +134,14 @@ async fn serve(mut sock: tokio::net::TcpStream, store: Arc<Mutex<Store>>, stall:
     }
 }
 
-fn handle(req: Request, store: &Mutex<Store>, out: &mut BytesMut) {
+fn handle(req: Request, store: &Mutex<Store>, readonly: bool, out: &mut BytesMut) {
     let mut s = store.lock().expect("store");
     match req {
+        Request::V2(v2::Request::AddEntry(a)) if readonly => {
+            v2::AddResponse::for_request(&a, ErrorCode::ReadOnly)
+                .encode(out)
+                .expect("encode");
+        }
         Request::V2(v2::Request::AddEntry(a)) => {
             s.adds += 1;
             s.entries.insert((a.ledger_id, a.entry_id), a.entry.clone());
