@@ -5,6 +5,7 @@
 #   QUICK=1 benches/compare.sh              # 5 s per job, smaller prefills (a smoke run)
 #   JOBS=write-1k-max,write-5m benches/compare.sh
 #   PROTOCOL=v3 benches/compare.sh         # the same jobs over the v3 protobuf protocol
+#   KEEP=1 benches/compare.sh              # keep the bookies' data directories afterwards
 #
 # What it does (docs/benchmarks.md, "Comparison with the Java bookie"):
 #   1. builds `bookie` and `bkbench` (release) and the Java conformance suite's classpath
@@ -186,4 +187,10 @@ ARGS=(--ours="$(join "${OURS_FILES[@]}")" --java="$(join "${JAVA_FILES[@]}")")
   "$BKBENCH" compare "${ARGS[@]}"
 } | tee "$RESULTS/compare.md"
 cp "$DIR/ours.log" "$DIR/java.log" "$RESULTS/" 2>/dev/null || true
+cleanup
+trap - EXIT
+if [[ -z "${KEEP:-}" ]]; then
+  # The bookies' data can be many GiB; keep it only when asked (KEEP=1).
+  rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk" "$DIR/fio"
+fi
 log "results, JSON reports, per-second CSV/SVG logs: $RESULTS"
