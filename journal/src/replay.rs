@@ -225,6 +225,73 @@ fn plausible_header(
     Ok(GroupHeader::decode(b).and_then(|h| h.check_place(journal_id, id).map(|()| h)))
 }
 
+/// Whether a header that failed to decode might be a real header hit by a transient
+/// read error (so worth reading again): a checksum or field error, or a magic one or
+/// two bits away from "BKJG". Zeros and unrelated bytes are not retried.
+fn worth_rereading(e: &FormatError) -> bool {
+    match e {
+        FormatError::ChecksumMismatch { .. }
+        | FormatError::BadVersion { .. }
+        | FormatError::InvalidField { .. } => true,
+        FormatError::BadMagic { found } => {
+            let dist: u32 = found
+                .iter()
+                .zip(format::GROUP_MAGIC.iter())
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
+            dist <= 2
+        }
+        _ => false,
+    }
+}
+
+/// [`plausible_header`], but a header that fails in a way a transient read error
+/// could explain is read again from the device (twice, one sector, bypassing the
+/// cache) before the failure is believed. Where the log continues is decided by
+/// these reads, so a flipped bit must not hide a segment's first group (seed 10977).
+fn plausible_header_checked(
+    seg: &mut SegFile,
+    disk: &mut dyn Disk,
+    off: u64,
+    journal_id: u64,
+    read: &mut u64,
+) -> Result<Result<GroupHeader, FormatError>, JournalError> {
+    let first = plausible_header(seg, disk, off, journal_id, read)?;
+    let mut last_err = match first {
+        Ok(h) => return Ok(Ok(h)),
+        Err(e) if worth_rereading(&e) => e,
+        Err(e) => return Ok(Err(e)),
+    };
+    for _ in 0..2 {
+        let buf = AlignedBuf::with_capacity(SECTOR);
+        let c = run_one(
+            disk,
+            Op::Read {
+                file: seg.file,
+                offset: off - off % SECTOR as u64,
+                len: SECTOR,
+                buf,
+            },
+        );
+        let n = c
+            .result
+            .map_err(|e| JournalError::io("re-read segment header", &seg.path, e))?;
+        *read += n as u64;
+        let Some(b) = c.buf else { continue };
+        let at = (off % SECTOR as u64) as usize;
+        let bytes = b.as_slice().get(at..n.min(b.len())).unwrap_or(&[]);
+        match GroupHeader::decode(bytes).and_then(|h| h.check_place(journal_id, seg.id).map(|()| h))
+        {
+            Ok(h) => {
+                seg.invalidate();
+                return Ok(Ok(h));
+            }
+            Err(e) => last_err = e,
+        }
+    }
+    Ok(Err(last_err))
+}
+
 /// A group that is a valid continuation: header and record payload ranges.
 struct ValidGroup {
     header: GroupHeader,
@@ -318,7 +385,7 @@ pub(crate) fn walk(
     }
     let mut read = 0u64;
     // Where the chain starts: the oldest segment's first group names its predecessor.
-    let mut last = match plausible_header(&mut segs[0], disk, 0, journal_id, &mut read)? {
+    let mut last = match plausible_header_checked(&mut segs[0], disk, 0, journal_id, &mut read)? {
         Ok(h) => {
             if h.prev_seq > mark.0 {
                 return Err(JournalError::Corruption {
@@ -388,7 +455,9 @@ pub(crate) fn walk(
         // nothing follows); its seqs are never reused.
         let mut torn_here = false;
         if pos < segs[cur].len {
-            if let Ok(h) = plausible_header(&mut segs[cur], disk, pos, journal_id, &mut read)? {
+            if let Ok(h) =
+                plausible_header_checked(&mut segs[cur], disk, pos, journal_id, &mut read)?
+            {
                 if h.first_seq > last.0 {
                     w.highest_claimed = w.highest_claimed.max(Seq(h.last_seq()));
                     torn_here = true;
@@ -532,7 +601,7 @@ fn scan_for_header(
         let mut off = if k == cur { pos + SECTOR as u64 } else { 0 };
         off -= off % SECTOR as u64;
         while off + GROUP_HEADER_LEN as u64 <= seg.len {
-            if let Ok(h) = plausible_header(seg, disk, off, journal_id, read)? {
+            if let Ok(h) = plausible_header_checked(seg, disk, off, journal_id, read)? {
                 if h.first_seq > last.0 {
                     return Ok(Some((k, off, h)));
                 }
