@@ -7,6 +7,22 @@ mod common;
 use bk_disk::{run_one, Disk, Op, SyscallDisk, UringDisk, SECTOR};
 use common::{filled, rw};
 
+/// Lifts RLIMIT_FSIZE again when dropped (rlim_max stayed infinite, so this is allowed).
+struct RestoreFsizeLimit;
+
+impl Drop for RestoreFsizeLimit {
+    fn drop(&mut self) {
+        let rl = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: plain libc call with a valid argument.
+        unsafe {
+            libc::setrlimit(libc::RLIMIT_FSIZE, &rl);
+        }
+    }
+}
+
 #[test]
 fn short_write_is_an_error_on_every_real_backend() {
     let base = std::env::var_os("BK_DISK_TEST_DIR")
@@ -14,6 +30,9 @@ fn short_write_is_an_error_on_every_real_backend() {
         .unwrap_or_else(std::env::temp_dir);
     let t = tempfile::tempdir_in(base).unwrap();
     let limit = 2 * SECTOR as u64;
+    // Restored on every exit path: the limit also applies to the test harness's own
+    // stdout, which CI redirects into a file far larger than two sectors.
+    let _restore = RestoreFsizeLimit;
     // SAFETY: plain libc calls with valid arguments; SIGXFSZ is ignored so the write
     // returns short / EFBIG instead of killing the process.
     unsafe {
