@@ -135,6 +135,25 @@ fn escape_text(s: &str, out: &mut String) {
     }
 }
 
+/// Splits off one line the way Java's `BufferedReader.readLine` (which the Java bookie parses
+/// cookies with) does: a line ends at `\n`, `\r` or `\r\n`, none of which it contains.
+/// None at the end of the text.
+fn read_line(s: &str) -> Option<(&str, &str)> {
+    if s.is_empty() {
+        return None;
+    }
+    let Some(i) = s.find(['\n', '\r']) else {
+        return Some((s, ""));
+    };
+    let rest = &s[i + 1..];
+    let rest = if s.as_bytes()[i] == b'\r' {
+        rest.strip_prefix('\n').unwrap_or(rest)
+    } else {
+        rest
+    };
+    Some((&s[..i], rest))
+}
+
 /// Parses one quoted protobuf text-format string starting at `s` (which begins with a quote);
 /// returns the bytes and the rest of the input.
 fn parse_quoted(s: &str) -> Result<(Vec<u8>, &str), String> {
@@ -266,7 +285,7 @@ impl Cookie {
             reason,
         };
         let text = std::str::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))?;
-        let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+        let (first, rest) = read_line(text).unwrap_or((text, ""));
         let version: u32 = first
             .trim()
             .parse()
@@ -277,7 +296,16 @@ impl Cookie {
             )));
         }
         if version == 3 {
-            let lines: Vec<&str> = rest.lines().collect();
+            // Lines as Java reads them: a field never holds `\r`, so `to_text` round-trips.
+            let mut lines = Vec::with_capacity(3);
+            let mut rest = rest;
+            while lines.len() < 3 {
+                let Some((line, r)) = read_line(rest) else {
+                    break;
+                };
+                lines.push(line);
+                rest = r;
+            }
             if lines.len() < 3 {
                 return Err(corrupt(
                     "layout 3 cookie needs bookieHost, journalDir and ledgerDirs lines".into(),
@@ -792,6 +820,43 @@ mod tests {
         .unwrap();
         assert_eq!(c.bookie_host, "h:1");
         assert_eq!(c.ledger_dirs, "1\t/l");
+    }
+
+    /// Fuzz finding (target `cookie_text`): a layout-3 line ending in `\r\r\n` kept one `\r`
+    /// in the field, which `to_text` then wrote as a line end, so the cookie changed on a
+    /// rewrite. Lines now end at `\n`, `\r` or `\r\n`, as Java's `BufferedReader.readLine`.
+    #[test]
+    fn layout_3_lines_end_like_java_readline() {
+        let c = Cookie::parse(b"3\r\nh\r\r\nj\rl\n", "t").unwrap();
+        assert_eq!(
+            (
+                c.bookie_host.as_str(),
+                c.journal_dirs.as_str(),
+                c.ledger_dirs.as_str()
+            ),
+            ("h", "", "j")
+        );
+        assert_eq!(Cookie::parse(c.to_text().as_bytes(), "t").unwrap(), c);
+        let c = Cookie::parse(b"3\rh\nj\r\nl", "t").unwrap();
+        assert_eq!(
+            (
+                c.bookie_host.as_str(),
+                c.journal_dirs.as_str(),
+                c.ledger_dirs.as_str()
+            ),
+            ("h", "j", "l")
+        );
+        let crash = b"3\n\r\r\r\r\n\n\n\r\r\n\n\x0b\0\0\x05\0\n\r\r";
+        let c = Cookie::parse(crash, "t").unwrap();
+        assert_eq!(Cookie::parse(c.to_text().as_bytes(), "t").unwrap(), c);
+        // Layout 5 after a `\r\n` or lone `\r` version line.
+        let c = Cookie::parse(
+            b"5\r\nbookieHost: \"h\"\njournalDir: \"j\"\nledgerDirs: \"1\\tl\"\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.ledger_dirs, "1\tl");
+        assert_eq!(Cookie::parse(c.to_text().as_bytes(), "t").unwrap(), c);
     }
 
     #[test]

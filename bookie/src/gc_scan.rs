@@ -102,6 +102,10 @@ impl LiveLedgers {
 }
 
 /// The metadata znode path of `ledger_id` under `root` (hierarchical manager).
+///
+/// BookKeeper ledger ids are Java longs, `0..=i64::MAX` (19 digits at most). A larger id has
+/// no metadata znode in BookKeeper; its 20th digit is kept in the leaf (`L` + 5 digits), a
+/// name no scan reads, so it never aliases another ledger's path.
 pub fn ledger_path(root: &str, ledger_id: u64) -> String {
     let root = root.trim_end_matches('/');
     if ledger_id < i32::MAX as u64 {
@@ -115,13 +119,86 @@ pub fn ledger_path(root: &str, ledger_id: u64) -> String {
             &s[3..7],
             &s[7..11],
             &s[11..15],
-            &s[15..19]
+            &s[15..]
         )
     }
 }
 
 fn all_digits(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// What a child of the ledgers root is to the scan (names come from ZooKeeper: untrusted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootChild {
+    /// Top of the short tree (ids `< i32::MAX`): 2 digits, one level of 4-digit dirs below.
+    ShortTree,
+    /// Top of the long tree: 3 digits, three levels of 4-digit dirs below.
+    LongTree,
+    /// A legacy flat-layout ledger znode, `L` + 10 digits.
+    FlatLedger(u64),
+    /// Anything else (`available`, `cookies`, `LAYOUT`, ...): not followed.
+    Other,
+}
+
+impl RootChild {
+    /// Levels of 4-digit directories between this top directory and the leaves.
+    pub fn dir_levels(self) -> Option<u8> {
+        match self {
+            RootChild::ShortTree => Some(1),
+            RootChild::LongTree => Some(3),
+            RootChild::FlatLedger(_) | RootChild::Other => None,
+        }
+    }
+}
+
+/// Classifies a child name of the ledgers root. Never panics.
+pub fn classify_root_child(name: &str) -> RootChild {
+    if all_digits(name, 2) {
+        RootChild::ShortTree
+    } else if all_digits(name, 3) {
+        RootChild::LongTree
+    } else if name.len() == 11 && name.starts_with('L') && all_digits(&name[1..], 10) {
+        match name[1..].parse::<u64>() {
+            Ok(id) => RootChild::FlatLedger(id),
+            Err(_) => RootChild::Other,
+        }
+    } else {
+        RootChild::Other
+    }
+}
+
+/// Whether `name` is an intermediate directory of the ledger tree (exactly 4 digits).
+pub fn is_tree_dir(name: &str) -> bool {
+    all_digits(name, 4)
+}
+
+/// The ledger id of leaf `name` (`L` + 4 digits) in a directory whose path encodes `digits`
+/// (the concatenated digits of the directories above it); None for any other name.
+pub fn leaf_ledger_id(digits: &str, name: &str) -> Option<u64> {
+    if name.len() == 5 && name.starts_with('L') && all_digits(&name[1..], 4) {
+        format!("{digits}{}", &name[1..]).parse::<u64>().ok()
+    } else {
+        None
+    }
+}
+
+/// Whether the `LAYOUT` znode data (registration.md 2.1: `<version>\n<factory class>:<manager
+/// version>`) names a ledger manager whose metadata lives in this ZooKeeper tree
+/// (hierarchical, long-hierarchical, legacy or flat, possibly under a shaded package).
+/// Never panics; anything unreadable is "no".
+pub fn layout_is_zk_tree(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    let class = text
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim();
+    class.ends_with("HierarchicalLedgerManagerFactory")
+        || class.ends_with("FlatLedgerManagerFactory")
 }
 
 /// A directory still to list: its path, the digits its path encodes, and how many 4-digit
@@ -153,23 +230,12 @@ async fn check_layout(client: &zk::Client, path: &str, t: Duration) -> Result<()
             })
         }
     };
-    let text = String::from_utf8_lossy(&data);
-    let class = text
-        .lines()
-        .nth(1)
-        .unwrap_or("")
-        .split(':')
-        .next()
-        .unwrap_or("")
-        .trim();
-    if class.ends_with("HierarchicalLedgerManagerFactory")
-        || class.ends_with("FlatLedgerManagerFactory")
-    {
+    if layout_is_zk_tree(&data) {
         Ok(())
     } else {
         Err(GcScanError::UnsupportedLayout {
             path: path.to_string(),
-            layout: text.into_owned(),
+            layout: String::from_utf8_lossy(&data).into_owned(),
         })
     }
 }
@@ -232,21 +298,16 @@ pub async fn scan_live_ledgers_with(
     let mut ids = Vec::new();
     let mut frontier = Vec::new();
     for child in top {
-        if all_digits(&child, 2) {
-            frontier.push(Pending {
-                path: format!("{root}/{child}"),
-                digits: child,
-                dir_levels_left: 1,
-            });
-        } else if all_digits(&child, 3) {
-            frontier.push(Pending {
-                path: format!("{root}/{child}"),
-                digits: child,
-                dir_levels_left: 3,
-            });
-        } else if child.len() == 11 && child.starts_with('L') && all_digits(&child[1..], 10) {
-            if let Ok(id) = child[1..].parse::<u64>() {
-                ids.push(id); // flat layout
+        match classify_root_child(&child) {
+            RootChild::FlatLedger(id) => ids.push(id),
+            kind => {
+                if let Some(dir_levels_left) = kind.dir_levels() {
+                    frontier.push(Pending {
+                        path: format!("{root}/{child}"),
+                        digits: child,
+                        dir_levels_left,
+                    });
+                }
             }
         }
     }
@@ -267,17 +328,15 @@ pub async fn scan_live_ledgers_with(
                 };
                 for c in children {
                     if p.dir_levels_left > 0 {
-                        if all_digits(&c, 4) {
+                        if is_tree_dir(&c) {
                             next.push(Pending {
                                 path: format!("{}/{c}", p.path),
                                 digits: format!("{}{c}", p.digits),
                                 dir_levels_left: p.dir_levels_left - 1,
                             });
                         }
-                    } else if c.len() == 5 && c.starts_with('L') && all_digits(&c[1..], 4) {
-                        if let Ok(id) = format!("{}{}", p.digits, &c[1..]).parse::<u64>() {
-                            ids.push(id);
-                        }
+                    } else if let Some(id) = leaf_ledger_id(&p.digits, &c) {
+                        ids.push(id);
                     }
                 }
             }
@@ -314,6 +373,50 @@ mod tests {
             ledger_path("/l", u64::MAX >> 1),
             "/l/922/3372/0368/5477/L5807"
         );
+    }
+
+    /// Fuzz finding (target `zk_metadata`): ids of 20 digits (above i64::MAX) lost their last
+    /// digit, so `ledger_path(15263706100831027214)` was the path of ledger 1526370610083102721.
+    #[test]
+    fn ids_above_i64_max_never_alias_another_ledger() {
+        let path = ledger_path("/l", 15_263_706_100_831_027_214);
+        assert_eq!(path, "/l/152/6370/6100/8310/L27214");
+        assert_ne!(path, ledger_path("/l", 1_526_370_610_083_102_721));
+        let leaf = path.rsplit('/').next().unwrap();
+        assert_eq!(leaf_ledger_id("152637061008310", leaf), None);
+        assert_eq!(ledger_path("/l", u64::MAX), "/l/184/4674/4073/7095/L51615");
+    }
+
+    #[test]
+    fn names_the_scan_follows() {
+        assert_eq!(classify_root_child("00"), RootChild::ShortTree);
+        assert_eq!(classify_root_child("000"), RootChild::LongTree);
+        assert_eq!(
+            classify_root_child("L0000000042"),
+            RootChild::FlatLedger(42)
+        );
+        for other in [
+            "available",
+            "LAYOUT",
+            "0a",
+            "L00000000x1",
+            "L123",
+            "١٢",
+            "0000",
+        ] {
+            assert_eq!(classify_root_child(other), RootChild::Other, "{other}");
+        }
+        assert!(is_tree_dir("0021") && !is_tree_dir("21") && !is_tree_dir("002a"));
+        assert_eq!(leaf_ledger_id("000000021", "L3648"), Some(213_648));
+        assert_eq!(leaf_ledger_id("00", "L12345"), None);
+        assert_eq!(leaf_ledger_id("00", "X1234"), None);
+        assert!(layout_is_zk_tree(
+            b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
+        ));
+        assert!(!layout_is_zk_tree(
+            b"2\norg.apache.bookkeeper.meta.MSLedgerManagerFactory:1"
+        ));
+        assert!(!layout_is_zk_tree(b"\xff\xfe"));
     }
 
     #[test]

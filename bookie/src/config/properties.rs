@@ -10,10 +10,13 @@
 //! * the key ends at the first unescaped `=`, `:` or whitespace; whitespace around the separator
 //!   and a single `=`/`:` are skipped; the value is the rest of the line (trailing whitespace is
 //!   kept by Java, we trim it because stock files never mean it and it breaks numbers);
-//! * escapes in keys and values: `\t \n \r \f`, `\uXXXX`, and `\c` = `c` for any other `c`.
+//! * escapes in keys and values: `\t \n \r \f`, `\uXXXX`, and `\c` = `c` for any other `c`;
+//!   a character outside the Basic Multilingual Plane is a UTF-16 surrogate pair of two `\uXXXX`
+//!   escapes (what `Properties.store` writes).
 //!
 //! Invariants: never panics on any input (it is a trust boundary: operator-edited text);
-//! a malformed `\u` escape is an error naming the line, not a silent substitution.
+//! a malformed `\u` escape, or a surrogate that is not half of a pair, is an error naming the
+//! line, not a silent substitution.
 
 use std::fmt;
 
@@ -129,11 +132,26 @@ fn unescape(raw: &str) -> Result<String, String> {
             Some('r') => out.push('\r'),
             Some('f') => out.push('\x0c'),
             Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                let code = if hex.len() == 4 {
-                    u32::from_str_radix(&hex, 16).ok()
-                } else {
-                    None
+                let (hex, code) = unicode_escape(&mut chars);
+                let code = match code {
+                    // A high surrogate must be followed by `\u` + a low surrogate.
+                    Some(high @ 0xd800..=0xdbff) => {
+                        let low = match (chars.next(), chars.next()) {
+                            (Some('\\'), Some('u')) => unicode_escape(&mut chars).1,
+                            _ => None,
+                        };
+                        match low {
+                            Some(low @ 0xdc00..=0xdfff) => {
+                                Some(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00))
+                            }
+                            _ => {
+                                return Err(format!(
+                                    "\\u{hex} is a UTF-16 high surrogate not followed by a \\u low surrogate"
+                                ))
+                            }
+                        }
+                    }
+                    c => c,
                 };
                 match code.and_then(char::from_u32) {
                     Some(ch) => out.push(ch),
@@ -144,6 +162,18 @@ fn unescape(raw: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The four characters after `\u` (as read) and their value, if they are four hex digits
+/// (`from_str_radix` alone would also take a sign: `\u+041`).
+fn unicode_escape(chars: &mut std::str::Chars<'_>) -> (String, Option<u32>) {
+    let hex: String = chars.by_ref().take(4).collect();
+    let code = if hex.len() == 4 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        u32::from_str_radix(&hex, 16).ok()
+    } else {
+        None
+    };
+    (hex, code)
 }
 
 #[cfg(test)]
@@ -201,6 +231,27 @@ mod tests {
         let err = parse("a=1\nb=\\u12\n").unwrap_err();
         assert_eq!(err.line, 2);
         assert!(parse("x=\\uZZZZ").is_err());
+        assert!(parse("x=\\u+041").is_err());
+    }
+
+    /// Fuzz finding (target `properties`): `Properties.store` writes a character outside the
+    /// BMP as a surrogate pair (`\uD83D\uDE00`), which was rejected as a malformed escape.
+    #[test]
+    fn surrogate_pairs_decode_to_one_character() {
+        assert_eq!(
+            kv("k\\uD83D\\uDE00=\\uD9DC\\uDDC7x\n"),
+            vec![("k\u{1F600}".into(), "\u{871c7}x".into())]
+        );
+        for bad in [
+            "k=\\uD83D",
+            "k=\\uD83Dx",
+            "k=\\uD83D\\n",
+            "k=\\uD83D\\u0041",
+            "k=\\uDE00",
+            "k=\\uD83D\\uDE0",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
