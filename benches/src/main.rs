@@ -11,7 +11,7 @@
 
 use bkbench::{chart, compare, job, jobfile, options, report, stats};
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,7 +196,9 @@ async fn run_all(groups: Vec<Vec<JobSpec>>, progress: bool) -> Result<RunReport,
         }
         if let Some(p) = progress_task {
             p.abort();
-            eprint!("\r\x1b[2K");
+            if std::io::stderr().is_terminal() {
+                eprint!("\r\x1b[2K");
+            }
         }
     }
     Ok(RunReport {
@@ -256,11 +258,13 @@ async fn progress_loop(jobs: Vec<Arc<job::Job>>) {
                 parts.push(format!("{}: {}", j.spec.name, cells.join(", ")));
             }
         }
-        eprint!(
-            "\r\x1b[2K[{:>4}s] {}",
-            t0.elapsed().as_secs(),
-            parts.join(" | ")
-        );
+        // One line rewritten in place on a terminal; plain lines in a log file.
+        let line = format!("[{:>4}s] {}", t0.elapsed().as_secs(), parts.join(" | "));
+        if std::io::stderr().is_terminal() {
+            eprint!("\r\x1b[2K{line}");
+        } else {
+            eprintln!("{line}");
+        }
         let _ = std::io::stderr().flush();
     }
 }
