@@ -29,6 +29,9 @@ pub struct EntryLogConfig {
     /// Writes in flight while flushing a segment.
     pub flush_queue_depth: usize,
     /// Reader handles (each owns one `Disk`): how many disk reads run concurrently.
+    /// Default 32, the queue depth of a bookie serving many readers at once: with 8,
+    /// cold random 4 KiB reads from 32 threads reached ~61k IOPS, with 32 ~79k
+    /// (fio at queue depth 32 on the same directory: ~114k; entrylog_bench --readers).
     pub readers: usize,
     /// Open files with O_DIRECT where the backend supports it.
     pub direct_io: bool,
@@ -61,7 +64,7 @@ impl Default for EntryLogConfig {
             max_entry_bytes: crate::format::MAX_ENTRY_BYTES,
             flush_write_bytes: 1024 * 1024,
             flush_queue_depth: 4,
-            readers: 8,
+            readers: 32,
             direct_io: true,
             compaction_threshold: 0.5,
             compaction_rate_bytes_per_sec: 1_000_000,

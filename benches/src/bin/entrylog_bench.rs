@@ -10,7 +10,9 @@
 //! - GC: dropping 16,000 ledgers (time of `gc`);
 //! - peak RSS (VmHWM) against the configured cache sizes.
 //!
-//! Usage: `entrylog_bench [--dir DIR] [--scale F] [--backend uring|syscall|auto]`.
+//! Usage: `entrylog_bench [--dir DIR] [--scale F] [--backend uring|syscall|auto]
+//! [--readers N] [--random-only]` (`--readers`: `EntryLogConfig::readers` of the
+//! random-read shape, default 32; `--random-only`: run only that shape).
 //! DIR must be on the file system to measure; the bench creates and removes
 //! `DIR/entrylog-bench`. `--scale` multiplies data sizes (default 1 = 256 MiB written
 //! per flush shape); keep it small on shared machines.
@@ -26,6 +28,10 @@ struct Args {
     dir: PathBuf,
     scale: f64,
     kind: DiskKind,
+    /// `EntryLogConfig::readers` for the random-read shape (default 32, the queue depth).
+    readers: usize,
+    /// Run only the random-read shape.
+    random_only: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -33,6 +39,8 @@ fn parse_args() -> Result<Args, String> {
         dir: PathBuf::from("."),
         scale: 1.0,
         kind: DiskKind::Auto,
+        readers: 32,
+        random_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -41,11 +49,14 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => a.dir = PathBuf::from(val()?),
             "--scale" => a.scale = val()?.parse().map_err(|e| format!("--scale: {e}"))?,
             "--backend" => a.kind = val()?.parse()?,
+            "--readers" => {
+                a.readers = val()?.parse().map_err(|e| format!("--readers: {e}"))?;
+            }
+            "--random-only" => a.random_only = true,
             _ => {
-                return Err(
-                    "usage: entrylog_bench [--dir DIR] [--scale F] [--backend uring|syscall|auto]"
-                        .into(),
-                )
+                return Err("usage: entrylog_bench [--dir DIR] [--scale F] \
+                     [--backend uring|syscall|auto] [--readers N] [--random-only]"
+                    .into())
             }
         }
     }
@@ -144,6 +155,7 @@ fn bench_random_reads(a: &Args) -> Result<(), String> {
     // Cold: no read-ahead, so every read goes to the disk (O_DIRECT).
     let cfg = EntryLogConfig {
         readahead_entries: 1,
+        readers: a.readers,
         ..config()
     };
     let log = Arc::new(
@@ -186,7 +198,8 @@ fn bench_random_reads(a: &Args) -> Result<(), String> {
             .unwrap_or(0)
     };
     println!(
-        "random 4 KiB reads, QD32: {} reads in {secs:.2}s = {:.0} IOPS, p50 {} us, p99 {} us (read cache hits {})",
+        "random 4 KiB reads, QD32, {} readers: {} reads in {secs:.2}s = {:.0} IOPS, p50 {} us, p99 {} us (read cache hits {})",
+        a.readers,
         lat.len(),
         lat.len() as f64 / secs,
         q(0.5),
@@ -275,6 +288,9 @@ fn main() {
         }
     };
     let run = || -> Result<(), String> {
+        if a.random_only {
+            return bench_random_reads(&a);
+        }
         bench_flush(&a, 64 << 10)?;
         bench_flush(&a, 5 << 20)?;
         bench_random_reads(&a)?;
