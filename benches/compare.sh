@@ -94,9 +94,14 @@ hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "";
 
 # ---- 2. our bookie -----------------------------------------------------------------------
 log "starting our bookie on :$OURS_PORT (standalone, data in $DIR/ours)"
-# Same disk-full thresholds as the Java bookie below (a shared disk may be fuller than 90 %).
+# Same disk-full thresholds as the Java bookie below (a shared disk may be fuller than 90 %),
+# and the same cache sizes: the Java bookie's defaults with -XX:MaxDirectMemorySize=1g are a
+# 256 MiB write cache and a 256 MiB read-ahead cache (25 % of direct memory each); ours would
+# otherwise take 1/16 of RAM for each, and the RSS column would compare unequal budgets.
 "$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
-  --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 >"$DIR/ours.log" 2>&1 &
+  --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 \
+  --set dbStorage_writeCacheMaxSizeMb=256 --set dbStorage_readAheadCacheMaxSizeMb=256 \
+  >"$DIR/ours.log" 2>&1 &
 OURS_PID=$!
 PIDS+=("$OURS_PID")
 
@@ -128,6 +133,8 @@ nettyMaxFrameSizeBytes=5253120
 httpServerEnabled=false
 diskUsageThreshold=0.99
 diskUsageWarnThreshold=0.98
+dbStorage_writeCacheMaxSizeMb=256
+dbStorage_readAheadCacheMaxSizeMb=256
 EOF
 cat >"$DIR/java/log4j2.xml" <<'EOF'
 <Configuration status="warn"><Appenders><Console name="c" target="SYSTEM_OUT"><PatternLayout pattern="%d %p %c{1} %m%n"/></Console></Appenders>
