@@ -19,7 +19,7 @@
 //! - **queue depth**: at most `queue_depth` operations are submitted and not yet
 //!   reaped; `submit` beyond that fails with EAGAIN (`ErrorKind::WouldBlock`) without
 //!   queueing, and the caller reaps first. The SQ has room for 2 SQEs per operation
-//!   and the CQ for twice that, so neither can overflow;
+//!   (a chunked write: see below) and the CQ for 4x that, so neither can overflow;
 //! - a write (plain or linked) that transfers fewer bytes than asked is an error for
 //!   the caller (EIO), never a short success. In a `WriteDatasync` whose write fails
 //!   or is short, the kernel cancels the linked fsync (-ECANCELED); the caller sees the
@@ -29,6 +29,15 @@
 //! - if `io_uring_enter` fails for good (not EINTR/EAGAIN/EBUSY), every operation in
 //!   the kernel is completed with that error, its buffer leaked (never freed under
 //!   the kernel), and the instance refuses further submits with EIO;
+//! - a `WriteDatasync` larger than [`WRITE_CHUNK`] is not linked: its write is split
+//!   into at most [`MAX_CHUNKS`] sector-aligned chunks (multiples of `WRITE_CHUNK`)
+//!   submitted together, and the datasync Fsync is submitted only once every chunk
+//!   has completed in full; if any chunk fails or is short, no sync is issued and the
+//!   caller sees the first chunk error (or EIO). It is still ONE completion, with the
+//!   whole write's byte count. (Measured: one 5 MiB O_DIRECT write + linked fsync ran
+//!   at ~0.75 GB/s where 5 x 1 MiB concurrent writes + fsync ran at ~1.7 GB/s.)
+//!   A chunked operation pushes at most min(`MAX_CHUNKS`, SQ size) SQEs; the CQ is
+//!   4x the SQ (>= 8 CQEs per operation), so it cannot overflow either;
 //! - `close` fails with EBUSY while operations of that file are not reaped.
 
 use crate::fsutil::{self, errno};
@@ -39,6 +48,12 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+
+/// A `WriteDatasync` above this size is split into concurrent chunks of a multiple
+/// of it (see the module docs).
+pub const WRITE_CHUNK: usize = 1 << 20;
+/// At most this many chunks per `WriteDatasync` (fewer where the SQ is smaller).
+pub const MAX_CHUNKS: usize = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -56,9 +71,16 @@ struct Slot {
     buf: Option<AlignedBuf>,
     /// Bytes a write asked for.
     want: usize,
-    cqes_left: u8,
+    cqes_left: u32,
     first: i32,
     second: i32,
+    /// Writes: bytes transferred by all chunks, and the first chunk error (0: none).
+    written: usize,
+    write_err: i32,
+    /// Chunked `WriteDatasync`: the fsync is submitted after the chunks (on `fd`).
+    deferred_sync: bool,
+    sync_issued: bool,
+    fd: i32,
 }
 
 struct UFile {
@@ -98,11 +120,11 @@ impl UringDisk {
     /// io_uring cannot be set up (ENOSYS, EPERM under `io_uring_disabled` or seccomp)
     /// or lacks one of the opcodes used (EOPNOTSUPP).
     pub fn new(queue_depth: usize) -> io::Result<UringDisk> {
-        let queue_depth = queue_depth.clamp(1, 1 << 14);
+        let queue_depth = queue_depth.clamp(1, 1 << 12);
         let entries = u32::try_from((2 * queue_depth).next_power_of_two())
             .map_err(|_| errno(libc::EINVAL))?;
         let ring = IoUring::builder()
-            .setup_cqsize(entries * 2)
+            .setup_cqsize(entries * 4)
             .build(entries)?;
         let mut probe = io_uring::Probe::new();
         ring.submitter().register_probe(&mut probe)?;
@@ -160,6 +182,7 @@ impl UringDisk {
         if self.broken {
             return;
         }
+        let mut pushed_sync = false;
         for (ud, res) in cqes {
             let idx = (ud >> 1) as usize;
             let part = ud & 1;
@@ -170,16 +193,55 @@ impl UringDisk {
             };
             if part == 0 {
                 slot.first = res;
+                if res < 0 {
+                    if slot.write_err == 0 {
+                        slot.write_err = res;
+                    }
+                } else {
+                    slot.written += res as usize;
+                }
             } else {
                 slot.second = res;
             }
             slot.cqes_left -= 1;
+            if slot.cqes_left == 0
+                && slot.deferred_sync
+                && !slot.sync_issued
+                && slot.write_err == 0
+                && slot.written == slot.want
+            {
+                // Every chunk completed in full: now the datasync.
+                slot.sync_issued = true;
+                slot.cqes_left = 1;
+                let e = opcode::Fsync::new(types::Fd(slot.fd))
+                    .flags(types::FsyncFlags::DATASYNC)
+                    .build()
+                    .user_data(ud | 1);
+                // SAFETY: no buffer; the fd stays open while the operation is unreaped.
+                if unsafe { self.ring.submission().push(&e) }.is_err() {
+                    // The SQ is flushed to the kernel on every submit, so this only
+                    // happens if it was not; flush and retry once.
+                    let _ = self.ring.submit();
+                    if unsafe { self.ring.submission().push(&e) }.is_err() {
+                        slot.second = -libc::EAGAIN;
+                        slot.cqes_left = 0;
+                    }
+                }
+                pushed_sync = true;
+            }
             if slot.cqes_left == 0 {
                 if let Some(slot) = self.slots[idx].take() {
                     self.free.push(idx);
                     self.in_kernel -= 1;
                     let file = slot.file;
                     self.ready.push_back((file, finish(slot)));
+                }
+            }
+        }
+        if pushed_sync {
+            if let Err(e) = self.ring.submit() {
+                if !transient(&e) {
+                    self.fail_all(&e);
                 }
             }
         }
@@ -220,24 +282,29 @@ fn finish(mut slot: Slot) -> Completion {
     let err = |res: i32| errno(-res);
     let result: io::Result<usize> = match slot.kind {
         Kind::Write => {
-            if slot.first < 0 {
-                Err(err(slot.first))
-            } else if (slot.first as usize) < slot.want {
+            if slot.write_err < 0 {
+                Err(err(slot.write_err))
+            } else if slot.written < slot.want {
                 Err(errno(libc::EIO)) // short write
             } else {
-                Ok(slot.first as usize)
+                Ok(slot.written)
             }
         }
         Kind::WriteDatasync => {
-            if slot.first < 0 {
-                Err(err(slot.first)) // the linked fsync was cancelled
-            } else if (slot.first as usize) < slot.want || slot.second == -libc::ECANCELED {
-                // A short write (the kernel then cancels the linked fsync): EIO.
+            if slot.write_err < 0 {
+                // The linked fsync was cancelled, or the deferred one never issued.
+                Err(err(slot.write_err))
+            } else if slot.written < slot.want
+                || slot.second == -libc::ECANCELED
+                || (slot.deferred_sync && !slot.sync_issued)
+            {
+                // A short write (the kernel then cancels the linked fsync, or the
+                // deferred one is not issued): EIO.
                 Err(errno(libc::EIO))
             } else if slot.second < 0 {
                 Err(err(slot.second))
             } else {
-                Ok(slot.first as usize)
+                Ok(slot.written)
             }
         }
         Kind::Read => {
@@ -371,25 +438,46 @@ impl Disk for UringDisk {
         let ptr = buf
             .as_mut()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-        let mut sqes: [Option<squeue::Entry>; 2] = [None, None];
+        let mut sqes: Vec<squeue::Entry> = Vec::with_capacity(2);
+        let sq_capacity = self.ring.submission().capacity();
+        let mut deferred_sync = false;
         match kind {
             Kind::Write => {
-                sqes[0] = Some(
+                sqes.push(
                     opcode::Write::new(fd, ptr, io_bytes)
                         .offset(offset)
                         .build()
                         .user_data(ud),
                 );
             }
+            Kind::WriteDatasync if want > WRITE_CHUNK && sq_capacity >= 2 => {
+                // Concurrent chunks, the fsync after all of them (see module docs).
+                let max_chunks = MAX_CHUNKS.min(sq_capacity);
+                let chunk = want.div_ceil(max_chunks).div_ceil(WRITE_CHUNK) * WRITE_CHUNK;
+                let mut at = 0usize;
+                while at < want {
+                    let n = chunk.min(want - at);
+                    sqes.push(
+                        // `at < want <= buf.len()`: the pointer stays inside the buffer;
+                        // `n <= want`, which fits in u32 (checked as `io_bytes`).
+                        opcode::Write::new(fd, ptr.wrapping_add(at), n as u32)
+                            .offset(offset + at as u64)
+                            .build()
+                            .user_data(ud),
+                    );
+                    at += n;
+                }
+                deferred_sync = true;
+            }
             Kind::WriteDatasync => {
-                sqes[0] = Some(
+                sqes.push(
                     opcode::Write::new(fd, ptr, io_bytes)
                         .offset(offset)
                         .build()
                         .flags(squeue::Flags::IO_LINK)
                         .user_data(ud),
                 );
-                sqes[1] = Some(
+                sqes.push(
                     opcode::Fsync::new(fd)
                         .flags(types::FsyncFlags::DATASYNC)
                         .build()
@@ -397,7 +485,7 @@ impl Disk for UringDisk {
                 );
             }
             Kind::Read => {
-                sqes[0] = Some(
+                sqes.push(
                     opcode::Read::new(fd, ptr, io_bytes)
                         .offset(offset)
                         .build()
@@ -405,7 +493,7 @@ impl Disk for UringDisk {
                 );
             }
             Kind::Fsync => {
-                sqes[0] = Some(
+                sqes.push(
                     opcode::Fsync::new(fd)
                         .flags(types::FsyncFlags::DATASYNC)
                         .build()
@@ -413,7 +501,7 @@ impl Disk for UringDisk {
                 );
             }
             Kind::Fallocate => {
-                sqes[0] = Some(
+                sqes.push(
                     opcode::Fallocate::new(fd, falloc_len)
                         .offset(offset)
                         .mode(0)
@@ -422,7 +510,7 @@ impl Disk for UringDisk {
                 );
             }
         }
-        let n_sqes = sqes.iter().flatten().count();
+        let n_sqes = sqes.len();
         // Room for both SQEs of a linked pair (always true by sizing; be defensive).
         let room = {
             let sq = self.ring.submission();
@@ -448,13 +536,18 @@ impl Disk for UringDisk {
             kind,
             buf,
             want,
-            cqes_left: n_sqes as u8,
+            cqes_left: n_sqes as u32,
             first: 0,
             second: 0,
+            written: 0,
+            write_err: 0,
+            deferred_sync,
+            sync_issued: false,
+            fd: fd.0,
         });
         {
             let mut sq = self.ring.submission();
-            for e in sqes.into_iter().flatten() {
+            for e in sqes {
                 // SAFETY: the buffer the SQE points to is owned by slot `idx`, which is
                 // only emptied after the last CQE of this operation arrives (or leaked
                 // by `fail_all`); the fd stays open because `close` refuses while the

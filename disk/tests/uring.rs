@@ -189,3 +189,83 @@ fn open_disk_selects_backends() {
     assert_eq!("auto".parse::<DiskKind>().unwrap(), DiskKind::Auto);
     assert!("mmap".parse::<DiskKind>().is_err());
 }
+
+/// A `WriteDatasync` above `WRITE_CHUNK` is written as concurrent chunks with the
+/// fsync after them: still one completion with the whole byte count, data in place.
+#[test]
+fn chunked_write_datasync_completes_once_with_all_bytes() {
+    use bk_disk::uring::WRITE_CHUNK;
+    let Some(mut d) = uring() else { return };
+    let t = scratch();
+    let f = d.open(&t.path().join("big"), rw()).unwrap();
+    // Not a multiple of the chunk: the last chunk is shorter.
+    let sectors = (5 * WRITE_CHUNK) / SECTOR + 3;
+    let buf = common::pattern(sectors, 7);
+    let want = buf.as_slice().to_vec();
+    d.submit(
+        21,
+        Op::WriteDatasync {
+            file: f,
+            offset: SECTOR as u64,
+            buf,
+        },
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    while d.in_flight() > 0 {
+        got.extend(d.reap(1));
+    }
+    assert_eq!(got.len(), 1, "one completion for all chunks and the sync");
+    assert_eq!(got[0].user_data, 21);
+    assert_eq!(*got[0].result.as_ref().unwrap(), sectors * SECTOR);
+    assert!(got[0].buf.is_some());
+    assert_eq!(
+        read(&mut d, f, SECTOR as u64, sectors * SECTOR).unwrap(),
+        want
+    );
+    assert!(d.reap(0).is_empty());
+}
+
+/// A chunked `WriteDatasync` whose chunks fail completes once with their error
+/// (no sync is issued), and the ring stays usable.
+#[test]
+fn failed_chunked_write_completes_once_with_the_error() {
+    use bk_disk::uring::WRITE_CHUNK;
+    let Some(mut d) = uring() else { return };
+    let t = scratch();
+    let p = t.path().join("ro");
+    let f = d.open(&p, rw()).unwrap();
+    d.close(f).unwrap();
+    let ro = d
+        .open(
+            &p,
+            OpenOptions {
+                direct: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let sectors = 3 * WRITE_CHUNK / SECTOR;
+    d.submit(
+        12,
+        Op::WriteDatasync {
+            file: ro,
+            offset: 0,
+            buf: filled(sectors, 1),
+        },
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    while d.in_flight() > 0 {
+        got.extend(d.reap(1));
+    }
+    assert_eq!(got.len(), 1, "one completion for the chunked write");
+    assert_eq!(got[0].user_data, 12);
+    assert_eq!(
+        got[0].result.as_ref().unwrap_err().raw_os_error(),
+        Some(libc::EBADF)
+    );
+    assert!(got[0].buf.is_some());
+    assert!(d.reap(0).is_empty());
+    run_one(&mut d, Op::Fdatasync { file: ro }).result.unwrap();
+}
