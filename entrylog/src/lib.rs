@@ -135,6 +135,9 @@ struct Shared {
     readers: Vec<Mutex<ReaderSlot>>,
     next_reader: AtomicUsize,
     read_cache: Mutex<ReadCache>,
+    /// Signalled (with `read_cache`) when a read-ahead batch finishes, so readers of
+    /// entries it covers take them from the cache instead of reading them again.
+    readahead_cv: Condvar,
     metrics: EntryLogMetrics,
     stop: AtomicBool,
 }
@@ -302,6 +305,7 @@ impl EntryLog {
         M::set(&metrics.write_cache_max_size, cfg.write_cache_bytes as u64);
         let shared = Arc::new(Shared {
             read_cache: Mutex::new(ReadCache::new(cfg.read_cache_bytes)),
+            readahead_cv: Condvar::new(),
             dirs,
             factory: factory.clone(),
             inner: Mutex::new(Inner {

@@ -1,6 +1,10 @@
 //! The read path: write cache (both halves), then the read cache, then the index and
 //! the segment file through a pool of reader handles (each owns one `Disk`), with
 //! read-ahead for sequential readers and LAC initialisation from the last entry.
+//! A read-ahead batch is registered as in flight while it is read: a concurrent
+//! reader of an entry it covers waits for it (once) and takes the entry from the
+//! cache, and a new batch stops before entries already cached or in flight, so a
+//! catch-up reader at queue depth N reads each byte once instead of N batches.
 //!
 //! Invariants: every byte returned from a segment passed its record CRC32C and header
 //! check (else `Error::Corruption`); the read cache only answers for the current copy
@@ -17,6 +21,8 @@ use std::time::Instant;
 
 enum ReadPlan {
     Done(Bytes),
+    /// A read-ahead batch in flight covers this entry: wait for it, then plan again.
+    Wait(u64),
     Disk {
         seg: u64,
         path: PathBuf,
@@ -26,7 +32,7 @@ enum ReadPlan {
 }
 
 impl Shared {
-    fn plan_read(&self, ledger: u64, which: EntrySelector) -> Result<ReadPlan> {
+    fn plan_read(&self, ledger: u64, which: EntrySelector, may_wait: bool) -> Result<ReadPlan> {
         let g = self.inner.lock();
         let meta = g
             .index
@@ -71,9 +77,11 @@ impl Shared {
             M::add(&self.metrics.read_cache_hits, 1);
             return Ok(ReadPlan::Done(b));
         }
+        if may_wait && rc.inflight_covers(ledger, entry) {
+            return Ok(ReadPlan::Wait(entry));
+        }
         M::add(&self.metrics.read_cache_misses, 1);
         let sequential = rc.note_read(ledger, entry);
-        drop(rc);
         let mut locs = vec![loc];
         if sequential && self.cfg.readahead_entries > 1 {
             let run = &meta.runs[ri];
@@ -84,6 +92,8 @@ impl Shared {
                     .lookup(next.entry)
                     .is_some_and(|(s, l, _, _)| s == seg && l.offset == next.offset);
                 if !current
+                    || rc.inflight_covers(ledger, next.entry)
+                    || rc.get(ledger, next.entry, seg, next.offset).is_some()
                     || locs.len() >= self.cfg.readahead_entries
                     || bytes + next.record_len() > self.cfg.readahead_bytes as u64
                 {
@@ -93,6 +103,10 @@ impl Shared {
                 locs.push(*next);
             }
         }
+        if let (true, Some(last)) = (locs.len() > 1, locs.last()) {
+            rc.start_inflight(ledger, entry, last.entry);
+        }
+        drop(rc);
         let dir = g.index.segments.get(&seg).map_or(0, |s| s.dir);
         Ok(ReadPlan::Disk {
             seg,
@@ -103,9 +117,20 @@ impl Shared {
     }
 
     pub(crate) fn get_entry(&self, ledger: u64, which: EntrySelector) -> Result<Bytes> {
-        for attempt in 0..2 {
-            let (seg, path, locs, entry) = match self.plan_read(ledger, which)? {
+        let mut may_wait = true;
+        let mut attempt = 0;
+        loop {
+            let (seg, path, locs, entry) = match self.plan_read(ledger, which, may_wait)? {
                 ReadPlan::Done(b) => return Ok(b),
+                ReadPlan::Wait(entry) => {
+                    // Wait once: the batch's end always signals (see `InflightBatch`).
+                    may_wait = false;
+                    let mut rc = self.read_cache.lock();
+                    while rc.inflight_covers(ledger, entry) {
+                        self.readahead_cv.wait(&mut rc);
+                    }
+                    continue;
+                }
                 ReadPlan::Disk {
                     seg,
                     path,
@@ -113,6 +138,11 @@ impl Shared {
                     entry,
                 } => (seg, path, locs, entry),
             };
+            let _batch = (locs.len() > 1).then(|| InflightBatch {
+                shared: self,
+                ledger,
+                first: entry,
+            });
             let started = Instant::now();
             match self.read_from_disk(seg, &path, ledger, &locs) {
                 Ok(mut v) => {
@@ -136,14 +166,13 @@ impl Shared {
                 }
                 // The segment was compacted away between planning and reading: retry.
                 Err(Error::Io { source, .. })
-                    if attempt == 0 && source.kind() == std::io::ErrorKind::NotFound => {}
+                    if attempt == 0 && source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    attempt += 1;
+                }
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::NoEntry {
-            ledger,
-            entry: None,
-        })
     }
 
     fn with_reader<R>(&self, f: impl FnOnce(&mut ReaderSlot) -> R) -> R {
@@ -222,5 +251,23 @@ impl Shared {
             m.lac = Some(m.lac.map_or(v, |l| l.max(v)));
         }
         Ok(m.lac)
+    }
+}
+
+/// A read-ahead batch registered in flight; dropping it (after its entries are
+/// cached, or on error or panic) unregisters it and wakes the readers waiting on it.
+struct InflightBatch<'a> {
+    shared: &'a Shared,
+    ledger: u64,
+    first: u64,
+}
+
+impl Drop for InflightBatch<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .read_cache
+            .lock()
+            .end_inflight(self.ledger, self.first);
+        self.shared.readahead_cv.notify_all();
     }
 }

@@ -6,6 +6,9 @@
 //! every cached entry remembers the (segment, offset) of the copy it was read from,
 //! and a lookup hits only if that is still the current copy, so a newer copy of the
 //! same entry (a duplicate add) or a stale read-ahead can never be served.
+//! Read-ahead batches in flight are registered here (at most one per reader
+//! thread), so concurrent readers of one ledger (a catch-up reader at queue depth
+//! > 1) wait for the batch covering their entry instead of each reading a batch.
 
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -21,6 +24,9 @@ pub struct ReadCache {
     capacity: usize,
     /// ledger -> (last entry read, length of the sequential run ending there)
     last_read: HashMap<u64, (u64, u32)>,
+    /// Read-ahead batches being read: (ledger, first entry, last entry). One per
+    /// reader thread at most (registered and removed by the thread reading it).
+    inflight: Vec<(u64, u64, u64)>,
 }
 
 impl ReadCache {
@@ -89,6 +95,26 @@ impl ReadCache {
         self.order.retain(|(l, _)| !ledgers.contains(l));
         self.last_read.retain(|l, _| !ledgers.contains(l));
     }
+    /// Whether a read-ahead batch being read covers `entry` of `ledger`.
+    pub fn inflight_covers(&self, ledger: u64, entry: u64) -> bool {
+        self.inflight
+            .iter()
+            .any(|&(l, a, b)| l == ledger && a <= entry && entry <= b)
+    }
+    /// Registers a read-ahead batch being read (`first..=last`).
+    pub fn start_inflight(&mut self, ledger: u64, first: u64, last: u64) {
+        self.inflight.push((ledger, first, last));
+    }
+    /// Removes a batch registered by `start_inflight`.
+    pub fn end_inflight(&mut self, ledger: u64, first: u64) {
+        if let Some(i) = self
+            .inflight
+            .iter()
+            .position(|&(l, a, _)| l == ledger && a == first)
+        {
+            self.inflight.swap_remove(i);
+        }
+    }
     /// Records a read of `entry` and says whether it continues a sequential scan: the
     /// two previous reads of this ledger were `entry - 2` and `entry - 1` (one match
     /// is too often a coincidence among random readers, and read-ahead is costly).
@@ -131,5 +157,10 @@ mod tests {
         assert!(!c.note_read(2, 3));
         c.remove_ledgers(&[1].into_iter().collect());
         assert_eq!(c.bytes(), 0);
+        c.start_inflight(3, 10, 20);
+        assert!(c.inflight_covers(3, 10) && c.inflight_covers(3, 20));
+        assert!(!c.inflight_covers(3, 21) && !c.inflight_covers(4, 15));
+        c.end_inflight(3, 10);
+        assert!(!c.inflight_covers(3, 15));
     }
 }
