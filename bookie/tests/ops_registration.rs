@@ -474,8 +474,11 @@ async fn session_expiry_reregisters_in_the_same_mode() {
     let old_session = reg.client().unwrap().session_id().0;
 
     expire_session(server, &proxy, &reg, async |_| {}).await;
+    // The node is created by the new session before the registration swaps in its client,
+    // so wait for both (checking only the node raced with the swap on a loaded machine).
     wait_until("re-registration after expiry", Duration::from_secs(20), || async {
         reg.session_expirations() >= 1
+            && reg.client().is_ok_and(|c| c.session_id().0 != old_session)
             && matches!(obs.get_data(&w).await, Ok((_, s)) if s.ephemeral_owner != old_session && s.ephemeral_owner != 0)
     })
     .await;
