@@ -114,6 +114,12 @@ fn create_dirs(disk: &mut dyn bk_disk::Disk, dirs: &[PathBuf]) -> Result<(), Nod
 
 /// Runs the bookie until a signal or a fatal error. Returns the process exit code.
 pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
+    // Signal handlers first: a SIGTERM that arrives while we start (even right after the
+    // registration node appears) is then queued and handled in step 5, rather than killing
+    // the process with the default action and leaving a registration behind.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
     let standalone = cfg.metadata_service.is_none();
     let addr = registration::resolve_bookie_address(&cfg, cfg.bookie_port)
         .map_err(|e| NodeError::BookieId(e.to_string()))?;
@@ -221,10 +227,9 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     // 5. Wait for a signal or a lost registration.
     let mut exit_code = 0;
     let mut fatal = registration.as_ref().map(|r| r.fatal());
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
         reason = async {
             match fatal.as_mut() {
                 Some(rx) => rx.wait_for(|r| r.is_some()).await.ok().and_then(|r| r.clone()),
