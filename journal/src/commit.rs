@@ -20,6 +20,12 @@
 //! - groups start at sector-aligned offsets, never overlap, and never cross the end
 //!   of a segment (a group that does not fit goes to offset 0 of the next segment);
 //!   no byte of an acknowledged group is ever rewritten.
+//!
+//! A record may come pre-encoded as a group of its own ([`GroupCommit::append_encoded`],
+//! done by the journal for records larger than `group_bytes_max` on the appender's
+//! thread): when the cut makes it a group alone, that buffer is the group's and only
+//! the group and record headers are written into it, so the committer does not copy
+//! a 5 MiB payload while the device waits.
 
 use crate::format::{self, GroupHeader, GROUP_HEADER_LEN};
 use crate::record::Record;
@@ -113,6 +119,8 @@ enum Item<T> {
     Record {
         seq: Seq,
         rec: Record,
+        /// The record pre-encoded as a group of its own (`format::pre_encode_alone`).
+        encoded: Option<AlignedBuf>,
         token: T,
         enqueued: Instant,
     },
@@ -189,6 +197,20 @@ impl<T> GroupCommit<T> {
     /// Appends a record; returns its seq. On `Err` the token has been acked with
     /// the same error (so acks stay in append order).
     pub fn append(&mut self, rec: Record, token: T, now: Instant) -> Result<Seq, CommitError> {
+        self.append_encoded(rec, None, token, now)
+    }
+
+    /// [`GroupCommit::append`] with the record already encoded as a group of its own
+    /// by the appender (`format::pre_encode_alone`). When the record does form a group
+    /// alone (it is larger than `group_bytes_max`), that buffer becomes the group's,
+    /// and the cut only fills in the two headers; otherwise the buffer is ignored.
+    pub fn append_encoded(
+        &mut self,
+        rec: Record,
+        encoded: Option<AlignedBuf>,
+        token: T,
+        now: Instant,
+    ) -> Result<Seq, CommitError> {
         if let Some(reason) = &self.failed {
             let e = CommitError::Fatal(reason.clone());
             self.push_ack(token, Err(e.clone()), now, 0);
@@ -219,6 +241,7 @@ impl<T> GroupCommit<T> {
         self.pending.push_back(Item::Record {
             seq,
             rec,
+            encoded,
             token,
             enqueued: now,
         });
@@ -373,17 +396,38 @@ impl<T> GroupCommit<T> {
         // if they were counted; barriers after a record that was left out stay.
         let total = GROUP_HEADER_LEN + bytes;
         let padded = round_up(total, SECTOR);
-        let mut buf = match self.spare_buf.take() {
-            Some(b) if b.capacity() >= padded && b.capacity() <= padded * 4 => b,
-            _ => AlignedBuf::with_capacity(padded),
+        // A group of one pre-encoded record: its buffer is the group's (no copy here).
+        let pre = if records == 1 {
+            self.pending
+                .iter_mut()
+                .take(take_items)
+                .find_map(|i| match i {
+                    Item::Record { encoded, .. } => Some(encoded.take()),
+                    _ => None,
+                })
+                .flatten()
+                .filter(|b| b.len() == total && b.capacity() >= padded)
+        } else {
+            None
         };
-        buf.set_len(0);
+        let pre_encoded = pre.is_some();
+        let mut buf = match pre {
+            Some(b) => b,
+            None => {
+                let mut b = match self.spare_buf.take() {
+                    Some(b) if b.capacity() >= padded && b.capacity() <= padded * 4 => b,
+                    _ => AlignedBuf::with_capacity(padded),
+                };
+                b.set_len(0);
+                // Reserve the header space; fill it once the records are known.
+                let ok = b.extend_from_slice(&[0u8; GROUP_HEADER_LEN]);
+                debug_assert!(ok);
+                b
+            }
+        };
         let mut items = Vec::with_capacity(take_items);
         let mut first_seq = None;
         let mut last_seq = self.prev_seq;
-        // Reserve the header space; fill it once the records are known.
-        let ok = buf.extend_from_slice(&[0u8; GROUP_HEADER_LEN]);
-        debug_assert!(ok);
         for _ in 0..take_items {
             let Some(item) = self.pending.pop_front() else {
                 break;
@@ -394,10 +438,17 @@ impl<T> GroupCommit<T> {
                     rec,
                     token,
                     enqueued,
+                    ..
                 } => {
                     let sz = format::record_encoded_len(&rec);
-                    let ok = format::encode_record(&mut buf, seq.0, &rec);
-                    assert!(ok, "group buffer sized for its records");
+                    if pre_encoded {
+                        let at = GROUP_HEADER_LEN..GROUP_HEADER_LEN + format::RECORD_HEADER_LEN;
+                        buf.as_mut_slice()[at]
+                            .copy_from_slice(&format::encode_record_header(seq.0, &rec));
+                    } else {
+                        let ok = format::encode_record(&mut buf, seq.0, &rec);
+                        assert!(ok, "group buffer sized for its records");
+                    }
                     first_seq.get_or_insert(seq);
                     last_seq = seq;
                     self.pending_records -= 1;

@@ -43,6 +43,8 @@ pub(crate) struct Token {
 pub(crate) enum Msg {
     Append {
         record: Record,
+        /// The record pre-encoded as a group of its own (large records only).
+        encoded: Option<AlignedBuf>,
         token: Token,
         enqueued: Instant,
     },
@@ -376,10 +378,13 @@ impl Committer {
         match m {
             Msg::Append {
                 record,
+                encoded,
                 token,
                 enqueued,
             } => {
-                let _ = self.gc.append(record, token, enqueued.min(now));
+                let _ = self
+                    .gc
+                    .append_encoded(record, encoded, token, enqueued.min(now));
             }
             Msg::Barrier { token, enqueued } => self.gc.barrier(token, enqueued.min(now)),
             Msg::Mark { reply } => {
@@ -504,7 +509,18 @@ impl Committer {
                 if let Some(e) = self.live.get_mut(&g.segment) {
                     e.0 = g.last_seq;
                 }
-                self.gc.complete(g.id, Ok(()), c.buf);
+                // A large record's buffer goes back to the appenders' pool; the
+                // state machine keeps ordinary group buffers itself.
+                let mut buf = c.buf;
+                if buf
+                    .as_ref()
+                    .is_some_and(|b| b.capacity() > self.gc.config().group_bytes_max * 2)
+                {
+                    if let Some(b) = buf.take() {
+                        self.admission.return_large_buf(b);
+                    }
+                }
+                self.gc.complete(g.id, Ok(()), buf);
             }
             Err(reason) => {
                 self.gc.complete(g.id, Err(reason.clone()), c.buf);

@@ -11,7 +11,7 @@
 
 use crate::error::FormatError;
 use crate::record::{Record, RecordKind};
-use bk_disk::{AlignedBuf, SECTOR};
+use bk_disk::{round_up, AlignedBuf, SECTOR};
 
 // ---------------------------------------------------------------------------------
 // Record
@@ -111,13 +111,8 @@ pub fn record_encoded_len(rec: &Record) -> usize {
     RECORD_HEADER_LEN + rec.payload_len()
 }
 
-/// Appends the encoding of `rec` with sequence number `seq` to `out`.
-/// Returns false (and appends nothing) if it does not fit.
-pub fn encode_record(out: &mut AlignedBuf, seq: u64, rec: &Record) -> bool {
-    let len = record_encoded_len(rec);
-    if out.len() + len > out.capacity() || rec.payload_len() > u32::MAX as usize {
-        return false;
-    }
+/// The header of `rec` as record number `seq`.
+pub fn encode_record_header(seq: u64, rec: &Record) -> [u8; RECORD_HEADER_LEN] {
     let mut h = RecordHeader {
         payload_len: rec.payload_len() as u32,
         kind: rec.kind(),
@@ -125,12 +120,46 @@ pub fn encode_record(out: &mut AlignedBuf, seq: u64, rec: &Record) -> bool {
         crc: 0,
     };
     h.crc = h.compute_crc(rec.payload_crc());
+    h.encode()
+}
+
+/// Appends the encoding of `rec` with sequence number `seq` to `out`.
+/// Returns false (and appends nothing) if it does not fit.
+pub fn encode_record(out: &mut AlignedBuf, seq: u64, rec: &Record) -> bool {
+    let len = record_encoded_len(rec);
+    if out.len() + len > out.capacity() || rec.payload_len() > u32::MAX as usize {
+        return false;
+    }
     let (prefix, body) = rec.payload_parts();
-    let ok = out.extend_from_slice(&h.encode())
+    let ok = out.extend_from_slice(&encode_record_header(seq, rec))
         && out.extend_from_slice(prefix)
         && out.extend_from_slice(body);
     debug_assert!(ok);
     ok
+}
+
+/// A group of one record, encoded ahead of time by the appender's thread: group
+/// header and record header left as zeros (the committer fills them in when it cuts
+/// the group: they depend on the position and the seq), then the payload; capacity
+/// for the padding to the sector. Used for records too large to share a group, so
+/// that copying them into an aligned buffer overlaps the group write in flight.
+/// `buf`, when given and large enough, is reused (its contents are replaced).
+pub fn pre_encode_alone(rec: &Record, buf: Option<AlignedBuf>) -> Option<AlignedBuf> {
+    if rec.payload_len() > u32::MAX as usize {
+        return None;
+    }
+    let total = GROUP_HEADER_LEN + record_encoded_len(rec);
+    let padded = round_up(total, SECTOR);
+    let mut b = match buf {
+        Some(b) if b.capacity() >= padded => b,
+        _ => AlignedBuf::with_capacity(padded),
+    };
+    b.set_len(0);
+    let (prefix, body) = rec.payload_parts();
+    let ok = b.extend_from_slice(&[0u8; GROUP_HEADER_LEN + RECORD_HEADER_LEN])
+        && b.extend_from_slice(prefix)
+        && b.extend_from_slice(body);
+    ok.then_some(b)
 }
 
 /// Decodes one record at the start of `b`, checking its CRC.

@@ -28,6 +28,7 @@ use crate::open::open_dir;
 use crate::record::{Record, MASTER_KEY_LEN};
 use crate::replay::{Replay, ReplayedRecord};
 use crate::{journal_index_for, Seq};
+use bk_disk::AlignedBuf;
 use bk_disk::Disk;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -77,9 +78,34 @@ pub(crate) struct Admission {
     records_max: usize,
     tx: crossbeam_channel::Sender<Msg>,
     metrics: Arc<JournalMetrics>,
+    /// Group buffers of large records, handed back by the committer after their
+    /// write and reused by appenders for the next large record (a fresh 5 MiB buffer
+    /// per append costs page faults on the appender's thread). At most
+    /// `LARGE_BUFS_MAX` buffers.
+    large_bufs: Mutex<Vec<AlignedBuf>>,
 }
 
+/// Large-record group buffers kept for reuse per journal directory.
+const LARGE_BUFS_MAX: usize = 4;
+
 impl Admission {
+    /// A kept buffer of at least `capacity` bytes (and not much more), if any.
+    fn take_large_buf(&self, capacity: usize) -> Option<AlignedBuf> {
+        let mut v = self.large_bufs.lock();
+        let i = v
+            .iter()
+            .position(|b| b.capacity() >= capacity && b.capacity() <= capacity * 2)?;
+        Some(v.swap_remove(i))
+    }
+
+    /// Keeps a large-record group buffer for reuse (dropped when enough are kept).
+    pub(crate) fn return_large_buf(&self, buf: AlignedBuf) {
+        let mut v = self.large_bufs.lock();
+        if v.len() < LARGE_BUFS_MAX {
+            v.push(buf);
+        }
+    }
+
     fn fits(&self, st: &AdmState, charge: usize) -> bool {
         st.used_records < self.records_max
             && (st.used_bytes + charge <= self.bytes_max || st.used_bytes == 0)
@@ -339,6 +365,7 @@ impl Journal {
                 }),
                 bytes_max: config.in_flight_bytes_max,
                 records_max: config.queue_records_max,
+                large_bufs: Mutex::new(Vec::new()),
                 tx: tx.clone(),
                 metrics: metrics.clone(),
             });
@@ -443,9 +470,20 @@ impl Journal {
             ))));
         }
         let (tx, rx) = oneshot::channel();
-        let charge = format::record_encoded_len(&record) + APPEND_OVERHEAD;
+        let encoded_len = format::record_encoded_len(&record);
+        let charge = encoded_len + APPEND_OVERHEAD;
+        // A record too large to share a group is copied into its aligned group
+        // buffer here, on the appender's thread, so that the copy overlaps the group
+        // the committer has in flight instead of delaying the next one.
+        let encoded = if encoded_len >= self.config.group_bytes_max {
+            let want = bk_disk::round_up(format::GROUP_HEADER_LEN + encoded_len, bk_disk::SECTOR);
+            format::pre_encode_alone(&record, d.admission.take_large_buf(want))
+        } else {
+            None
+        };
         let msg = Msg::Append {
             record,
+            encoded,
             token: Token {
                 reply: tx,
                 charge,
