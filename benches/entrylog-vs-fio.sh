@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs fio for the shapes entrylog_bench measures, on the same directory in the same
 # run, then entrylog_bench itself, so the two can be compared line by line.
-# Usage: benches/entrylog-vs-fio.sh DIR [SCALE]   (installs fio with apt-get if missing)
+# Usage: benches/entrylog-vs-fio.sh DIR [SCALE [entrylog_bench options...]]
+#   (installs fio with apt-get if missing)
 # Keep SCALE small (default 0.5) on shared machines; run on a quiet machine.
 set -euo pipefail
 dir=${1:?usage: $0 DIR [SCALE]}
@@ -35,6 +36,8 @@ run seqwrite-5m   --rw=write --bs=5m  --size="$sz" --iodepth=1 --end_fsync=1
 # Cold random 4 KiB reads at queue depth 32.
 rsz=$(mb 64)
 run randread-4k-qd32 --rw=randread --bs=4k --size="$rsz" --iodepth=32 --runtime=3 --time_based
+# A 4,096-byte entry is a 4,120-byte record: it spans two 4 KiB blocks, an 8 KiB read.
+run randread-8k-qd32 --rw=randread --bs=8k --size="$rsz" --iodepth=32 --runtime=3 --time_based
 # Sequential catch-up reads (read-ahead makes entrylog's reads larger than one entry).
 run seqread-1k   --rw=read --bs=1k  --size="$rsz" --iodepth=1 --direct=0
 run seqread-64k  --rw=read --bs=64k --size="$rsz" --iodepth=1
@@ -42,4 +45,4 @@ run seqread-1m   --rw=read --bs=1m  --size="$rsz" --iodepth=1
 rm -rf "$dir/fio"
 cargo build --release -q -p bkbench --bin entrylog_bench
 target=${CARGO_TARGET_DIR:-target}
-"$target/release/entrylog_bench" --dir "$dir" --scale "$scale"
+"$target/release/entrylog_bench" --dir "$dir" --scale "$scale" "${@:3}"
