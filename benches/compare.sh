@@ -10,10 +10,11 @@
 # What it does (docs/benchmarks.md, "Comparison with the Java bookie"):
 #   1. builds `bookie` and `bkbench` (release) and the Java conformance suite's classpath
 #      (tests/interop: BookKeeper 4.17.3 + ZooKeeper 3.9.3 from Maven);
-#   2. starts our bookie (standalone, no ZooKeeper) and, with a ZooKeeper from that classpath,
-#      one stock Java bookie (DbLedgerStorage), both with journal fsync on, data under the same
+#   2. for each job of benches/jobs/standard.fio, starts from empty data directories our
+#      bookie (standalone, no ZooKeeper) and, with a ZooKeeper from that classpath, one stock
+#      Java bookie (DbLedgerStorage), both with journal fsync on, data under the same
 #      directory ($BK_COMPARE_DIR, default /var/tmp/bk-compare: one disk);
-#   3. for each job of benches/jobs/standard.fio: runs it against ours, then against Java
+#   3. runs the job against ours, then against Java
 #      (alternating, so disk drift hits both alike), then the fio job of the same name
 #      (benches/jobs/fio-equivalents.fio) on the same disk;
 #   4. prints the side-by-side table (ours/Java, ours/fio, peak RSS from VmHWM) and writes it,
@@ -57,8 +58,7 @@ CP="$ROOT/tests/interop/target/lib/*"
 ls $CP >/dev/null 2>&1 || die "missing piece: tests/interop/target/lib is empty"
 
 # ---- 1. directories, job list ------------------------------------------------------------
-rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk" "$DIR/fio"
-mkdir -p "$DIR/ours" "$DIR/java/journal" "$DIR/java/ledgers" "$DIR/zk" "$DIR/fio" "$RESULTS"
+mkdir -p "$RESULTS"
 rm -f "$RESULTS"/*.json "$RESULTS"/*.md
 ALL_JOBS=$(grep -E '^\[[^]]+\]' "$JOBFILE" | tr -d '[]' | grep -v '^global$')
 JOBS="${JOBS:-$(echo $ALL_JOBS | tr ' ' ',')}"
@@ -72,8 +72,14 @@ fi
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 1
+  for _ in $(seq 1 50); do
+    local alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.2
+  done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  PIDS=()
 }
 trap cleanup EXIT
 
@@ -92,32 +98,41 @@ wait_ready() { # name port pid: the bookie answers a short bkbench probe
 
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo ""; }
 
-# ---- 2. our bookie -----------------------------------------------------------------------
-log "starting our bookie on :$OURS_PORT (standalone, data in $DIR/ours)"
-# Same disk-full thresholds as the Java bookie below (a shared disk may be fuller than 90 %),
-# and the same cache sizes: the Java bookie's defaults with -XX:MaxDirectMemorySize=1g are a
-# 256 MiB write cache and a 256 MiB read-ahead cache (25 % of direct memory each); ours would
-# otherwise take 1/16 of RAM for each, and the RSS column would compare unequal budgets.
-"$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
-  --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 \
-  --set dbStorage_writeCacheMaxSizeMb=256 --set dbStorage_readAheadCacheMaxSizeMb=256 \
-  >"$DIR/ours.log" 2>&1 &
-OURS_PID=$!
-PIDS+=("$OURS_PID")
+# ---- 2-3. fresh bookies for every job ---------------------------------------------------
+# Every job starts from empty data directories, our bookie and ZooKeeper + the Java bookie
+# freshly started: a job then never runs on a disk that an earlier job filled (30 s of 5 MiB
+# writes is ~29 GB through each bookie, and standalone has no GC), nor against caches warmed
+# by another job. Peak RSS is the largest VmHWM over the jobs.
+OURS_HWM=0 JAVA_HWM=0
+start_all() {
+  rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk" "$DIR/fio"
+  mkdir -p "$DIR/ours" "$DIR/java/journal" "$DIR/java/ledgers" "$DIR/zk" "$DIR/fio"
+  # ---- 2. our bookie -----------------------------------------------------------------------
+  log "starting our bookie on :$OURS_PORT (standalone, data in $DIR/ours)"
+  # Same disk-full thresholds as the Java bookie below (a shared disk may be fuller than 90 %),
+  # and the same cache sizes: the Java bookie's defaults with -XX:MaxDirectMemorySize=1g are a
+  # 256 MiB write cache and a 256 MiB read-ahead cache (25 % of direct memory each); ours would
+  # otherwise take 1/16 of RAM for each, and the RSS column would compare unequal budgets.
+  "$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
+    --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 \
+    --set dbStorage_writeCacheMaxSizeMb=256 --set dbStorage_readAheadCacheMaxSizeMb=256 \
+    >"$DIR/ours.log" 2>&1 &
+  OURS_PID=$!
+  PIDS+=("$OURS_PID")
 
-# ---- 3. ZooKeeper + the stock Java bookie ---------------------------------------------------
-log "starting ZooKeeper on :$ZK_PORT and the Java bookie on :$JAVA_PORT"
-java -Xmx256m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist=ruok \
-  -cp "$CP" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$DIR/zk" >"$DIR/zk.log" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 1 100); do
-  r=$({ exec 3<>/dev/tcp/127.0.0.1/"$ZK_PORT" && echo ruok >&3 && cat <&3; } 2>/dev/null || true)
-  [[ "$r" == imok ]] && break
-  sleep 0.2
-done
-[[ "${r:-}" == imok ]] || die "ZooKeeper did not start (log: $DIR/zk.log)"
+  # ---- 3. ZooKeeper + the stock Java bookie ---------------------------------------------------
+  log "starting ZooKeeper on :$ZK_PORT and the Java bookie on :$JAVA_PORT"
+  java -Xmx256m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist=ruok \
+    -cp "$CP" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$DIR/zk" >"$DIR/zk.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 100); do
+    r=$({ exec 3<>/dev/tcp/127.0.0.1/"$ZK_PORT" && echo ruok >&3 && cat <&3; } 2>/dev/null || true)
+    [[ "$r" == imok ]] && break
+    sleep 0.2
+  done
+  [[ "${r:-}" == imok ]] || die "ZooKeeper did not start (log: $DIR/zk.log)"
 
-cat >"$DIR/java/bk_server.conf" <<EOF
+  cat >"$DIR/java/bk_server.conf" <<EOF
 # Equivalent settings to our bookie: journal written and fsynced before every ack.
 bookiePort=$JAVA_PORT
 advertisedAddress=127.0.0.1
@@ -136,24 +151,37 @@ diskUsageWarnThreshold=0.98
 dbStorage_writeCacheMaxSizeMb=256
 dbStorage_readAheadCacheMaxSizeMb=256
 EOF
-cat >"$DIR/java/log4j2.xml" <<'EOF'
+  cat >"$DIR/java/log4j2.xml" <<'EOF'
 <Configuration status="warn"><Appenders><Console name="c" target="SYSTEM_OUT"><PatternLayout pattern="%d %p %c{1} %m%n"/></Console></Appenders>
 <Loggers><Root level="warn"><AppenderRef ref="c"/></Root></Loggers></Configuration>
 EOF
-JAVA_OPTS=(-Xms1g -Xmx1g -XX:MaxDirectMemorySize=1g -Dlog4j2.configurationFile="$DIR/java/log4j2.xml")
-java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.bookie.BookieShell -conf "$DIR/java/bk_server.conf" \
-  initnewcluster >"$DIR/java-init.log" 2>&1 || die "Java metadata init (BookieShell initnewcluster) failed (log: $DIR/java-init.log)"
-java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.server.Main --conf "$DIR/java/bk_server.conf" >"$DIR/java.log" 2>&1 &
-JAVA_PID=$!
-PIDS+=("$JAVA_PID")
+  JAVA_OPTS=(-Xms1g -Xmx1g -XX:MaxDirectMemorySize=1g -Dlog4j2.configurationFile="$DIR/java/log4j2.xml")
+  java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.bookie.BookieShell -conf "$DIR/java/bk_server.conf" \
+    initnewcluster >"$DIR/java-init.log" 2>&1 || die "Java metadata init (BookieShell initnewcluster) failed (log: $DIR/java-init.log)"
+  java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.server.Main --conf "$DIR/java/bk_server.conf" >"$DIR/java.log" 2>&1 &
+  JAVA_PID=$!
+  PIDS+=("$JAVA_PID")
 
-wait_ready ours "$OURS_PORT" "$OURS_PID"
-wait_ready java "$JAVA_PORT" "$JAVA_PID"
-log "both bookies answer; running: $JOBS"
+  wait_ready ours "$OURS_PORT" "$OURS_PID"
+  wait_ready java "$JAVA_PORT" "$JAVA_PID"
+}
+stop_all() {
+  local h
+  h=$(hwm_kib "$OURS_PID"); [[ -n "$h" && "$h" -gt "$OURS_HWM" ]] && OURS_HWM=$h
+  h=$(hwm_kib "$JAVA_PID"); [[ -n "$h" && "$h" -gt "$JAVA_HWM" ]] && JAVA_HWM=$h
+  kill -0 "$OURS_PID" 2>/dev/null || log "WARNING: our bookie had stopped before the end of $1 (log: $RESULTS/ours-$1.log)"
+  kill -0 "$JAVA_PID" 2>/dev/null || log "WARNING: the Java bookie had stopped before the end of $1 (log: $RESULTS/java-$1.log)"
+  cleanup
+  cp "$DIR/ours.log" "$RESULTS/ours-$1.log" 2>/dev/null || true
+  cp "$DIR/java.log" "$RESULTS/java-$1.log" 2>/dev/null || true
+}
 
 # ---- 4. the job set, alternating -----------------------------------------------------------
 OURS_FILES=() JAVA_FILES=() FIO_FILES=()
+log "running: $JOBS"
 for job in ${JOBS//,/ }; do
+  log "$job: starting fresh bookies"
+  start_all
   for side in ours java; do
     port=$OURS_PORT; [[ $side == java ]] && port=$JAVA_PORT
     out="$RESULTS/$side-$job.json"
@@ -175,26 +203,20 @@ for job in ${JOBS//,/ }; do
     rm -f "$DIR/fio/fio-bench.dat"
     FIO_FILES+=("$RESULTS/fio-$job.json")
   fi
+  stop_all "$job"
 done
-
-OURS_HWM=$(hwm_kib "$OURS_PID")
-JAVA_HWM=$(hwm_kib "$JAVA_PID")
-kill -0 "$OURS_PID" 2>/dev/null || log "WARNING: our bookie is not running any more (log: $DIR/ours.log)"
-kill -0 "$JAVA_PID" 2>/dev/null || log "WARNING: the Java bookie is not running any more (log: $DIR/java.log)"
 
 join() { local IFS=,; echo "$*"; }
 ARGS=(--ours="$(join "${OURS_FILES[@]}")" --java="$(join "${JAVA_FILES[@]}")")
 [[ ${#FIO_FILES[@]} -gt 0 ]] && ARGS+=(--fio="$(join "${FIO_FILES[@]}")")
-[[ -n "$OURS_HWM" ]] && ARGS+=(--rss-ours="$OURS_HWM")
-[[ -n "$JAVA_HWM" ]] && ARGS+=(--rss-java="$JAVA_HWM")
+[[ "$OURS_HWM" -gt 0 ]] && ARGS+=(--rss-ours="$OURS_HWM")
+[[ "$JAVA_HWM" -gt 0 ]] && ARGS+=(--rss-java="$JAVA_HWM")
 {
   echo "bookie-rs vs Java bookie vs fio, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, protocol ${PROTOCOL:-v2}${QUICK:+, QUICK}, data in $DIR"
   echo "(ratios: ours/java; > 1 is better for IOPS and MiB/s, < 1 is better for latency)"
   echo
   "$BKBENCH" compare "${ARGS[@]}"
 } | tee "$RESULTS/compare.md"
-cp "$DIR/ours.log" "$DIR/java.log" "$RESULTS/" 2>/dev/null || true
-cleanup
 trap - EXIT
 if [[ -z "${KEEP:-}" ]]; then
   # The bookies' data can be many GiB; keep it only when asked (KEEP=1).
