@@ -92,6 +92,10 @@ const SPARE_CHUNK: usize = 128 * 1024;
 const SPARE_POLL: Duration = Duration::from_micros(200);
 /// Messages taken from the channel per loop turn (bounds the time between turns).
 const DRAIN_MAX: usize = 8192;
+/// Groups of this many bytes or more (moving average) count as large: spares are then
+/// only preallocated, not zero-filled (see segments.rs). A sixteenth of the segment
+/// when that is smaller (the small segments of tests then take both paths).
+const LARGE_GROUP_BYTES: u64 = 1 << 20;
 /// How long to wait before retrying a failed spare-segment creation.
 const SPARE_RETRY: Duration = Duration::from_secs(10);
 
@@ -198,6 +202,8 @@ pub(crate) struct Committer {
     /// None: checkpoint files are written inline (manual drivers, deterministic).
     ckpt: Option<CkptWriter>,
     ckpt_pending: usize,
+    /// Moving average of the padded bytes of recent groups.
+    group_bytes_avg: f64,
 }
 
 impl Committer {
@@ -239,6 +245,7 @@ impl Committer {
             spare: None,
             ckpt,
             ckpt_pending: 0,
+            group_bytes_avg: 0.0,
         }
     }
 
@@ -426,6 +433,9 @@ impl Committer {
                 }
             }
             self.quiesce_spare();
+            if self.files.free.is_empty() {
+                self.finish_spare_now();
+            }
             match self.files.take_for(self.disk.as_mut(), seg) {
                 Ok(f) => {
                     self.current = Some((seg, f));
@@ -506,6 +516,7 @@ impl Committer {
                     .bytes_written
                     .fetch_add(g.padded as u64, Ordering::Relaxed);
                 self.metrics.groups.fetch_add(1, Ordering::Relaxed);
+                self.group_bytes_avg = 0.75 * self.group_bytes_avg + 0.25 * g.padded as f64;
                 if let Some(e) = self.live.get_mut(&g.segment) {
                     e.0 = g.last_seq;
                 }
@@ -729,6 +740,11 @@ impl Committer {
         if sp.op_in_flight {
             return;
         }
+        let large = LARGE_GROUP_BYTES.min(seg_bytes / 16) as f64;
+        if sp.allocated && sp.written < seg_bytes && self.group_bytes_avg >= large {
+            // Large groups: the rest stays preallocated (reads as zeros).
+            sp.written = seg_bytes;
+        }
         let op = if !sp.allocated {
             Op::Fallocate {
                 file: sp.file,
@@ -796,6 +812,44 @@ impl Committer {
                 }
             }
             Err(e) => self.drop_spare(format!("pre-writing a spare journal segment: {e}")),
+        }
+    }
+
+    /// At a segment switch with an empty free pool: makes the spare being built a
+    /// free segment now, as far as its zero-fill got (the rest is preallocated and
+    /// reads as zeros), instead of waiting for a new file to be zero-filled. A spare
+    /// not yet preallocated is dropped (the switch then preallocates a new file).
+    /// Requires no spare operation in flight.
+    fn finish_spare_now(&mut self) {
+        let Some(sp) = self.spare.as_ref() else {
+            return;
+        };
+        debug_assert!(!sp.op_in_flight);
+        if !sp.allocated {
+            self.abandon_spare();
+            return;
+        }
+        let file = sp.file;
+        let synced = sp.synced;
+        if !synced {
+            let c = bk_disk::run_one(self.disk.as_mut(), Op::Fdatasync { file });
+            if let Err(e) = c.result {
+                self.drop_spare(format!("syncing a spare journal segment: {e}"));
+                return;
+            }
+        }
+        let Some(sp) = self.spare.take() else {
+            return;
+        };
+        match self
+            .files
+            .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp)
+        {
+            Ok(()) => self.spare_failed_at = None,
+            Err(e) => {
+                let _ = self.disk.remove(&sp.tmp);
+                self.spare_failed(format!("{e}"));
+            }
         }
     }
 

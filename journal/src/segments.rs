@@ -6,9 +6,15 @@
 //! crash, or pre-written spares); files being built end in `.tmp`.
 //!
 //! Invariants:
-//! - a segment file handed out for writing is `segment_bytes` long and every byte of
-//!   it has been written once (zeros for a new file, old groups for a recycled one),
-//!   so group writes never hit unwritten extents (measured-here.md: ~1.5x);
+//! - a segment file handed out for writing is `segment_bytes` long and preallocated;
+//!   every byte not yet written reads as zeros. Recycled files hold old groups; new
+//!   ones are zero-filled where time allowed: a group written into an unwritten extent
+//!   makes its fdatasync also commit the extent conversion (measured-here.md: ~1.5x
+//!   for small groups), so spares are zero-filled in the background while the
+//!   journal's groups are small. Under large groups the zero-fill is skipped (it would
+//!   double the bytes written, for a conversion cost that is small next to a 1 MiB+
+//!   write), and a segment switch never waits for one: it takes the spare as far as it
+//!   got, or a new file that is only preallocated;
 //! - a file is renamed to a live name and the rename made durable (`sync_dir`)
 //!   before any group is written into it, so a durable group is always found under
 //!   the segment id its header names;
@@ -98,6 +104,45 @@ impl SegmentFiles {
             .open(path, opts)
             .map_err(|e| io_err("create segment", path, e))?;
         let r = self.fill_zeros(disk, file, path);
+        let c = disk.close(file);
+        r?;
+        c.map_err(|e| io_err("close segment", path, e))?;
+        self.created += 1;
+        Ok(())
+    }
+
+    /// Creates a file at `path` of `segment_bytes`, preallocated (no bytes written:
+    /// they read as zeros) and synced. The directory entry is NOT synced here.
+    fn create_preallocated(
+        &mut self,
+        disk: &mut dyn Disk,
+        path: &Path,
+    ) -> Result<(), JournalError> {
+        let opts = OpenOptions {
+            create: true,
+            create_new: false,
+            write: true,
+            direct: self.direct,
+        };
+        let file = disk
+            .open(path, opts)
+            .map_err(|e| io_err("create segment", path, e))?;
+        let r = (|| {
+            disk.set_len(file, 0)
+                .map_err(|e| io_err("truncate new segment", path, e))?;
+            run_checked(
+                disk,
+                Op::Fallocate {
+                    file,
+                    offset: 0,
+                    len: self.segment_bytes,
+                },
+                "fallocate segment",
+                path,
+            )?;
+            run_checked(disk, Op::Fdatasync { file }, "fdatasync new segment", path)?;
+            Ok(())
+        })();
         let c = disk.close(file);
         r?;
         c.map_err(|e| io_err("close segment", path, e))?;
@@ -213,7 +258,7 @@ impl SegmentFiles {
     }
 
     /// Opens segment `id` for writing: a free file renamed to its name (durably), or
-    /// a new zero-filled file when the pool is empty.
+    /// a new preallocated file when the pool is empty.
     pub fn take_for(&mut self, disk: &mut dyn Disk, id: u64) -> Result<FileId, JournalError> {
         let path = self.path_of(id);
         match self.free.pop() {
@@ -225,7 +270,7 @@ impl SegmentFiles {
                 let tmp = self
                     .dir
                     .join(format!("{}{TMP_SUFFIX}", segment_file_name(id)));
-                self.create_zeroed(disk, &tmp)?;
+                self.create_preallocated(disk, &tmp)?;
                 disk.rename(&tmp, &path)
                     .map_err(|e| io_err("rename new segment", &tmp, e))?;
             }

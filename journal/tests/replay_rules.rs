@@ -154,6 +154,29 @@ fn too_large_record_is_invalid_input() {
     assert_eq!(recs[0].payload.len(), max);
 }
 
+/// Waits (up to 10 s) until a journal directory holds a finished free segment and no
+/// file being built.
+fn wait_for_spare(fs: &SimFs, dir: &std::path::Path) {
+    let start = std::time::Instant::now();
+    loop {
+        let names: Vec<String> = fs
+            .durable_list_dir(dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let building = names.iter().any(|n| n.ends_with(".tmp"));
+        if !building && names.iter().any(|n| n.starts_with("free-")) {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "no spare segment: {names:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn failed_checkpoint_sync_is_fatal() {
     let fs = SimFs::new(6);
@@ -165,6 +188,9 @@ fn failed_checkpoint_sync_is_fatal() {
             .unwrap();
     }
     let mark = j.mark_blocking().unwrap();
+    // The committer builds a spare segment in the background (its own syncs): wait
+    // until it is done, so the injected failure hits the checkpoint's sync.
+    wait_for_spare(&fs, &d[0]);
     fs.set_faults(Faults {
         fail_sync_nth: Some(1),
         ..Faults::default()
