@@ -113,7 +113,18 @@ struct SpareBuild {
     buf: Option<AlignedBuf>,
 }
 
-/// A job for the checkpoint writer thread.
+/// Work for the checkpoint writer thread.
+pub(crate) enum CkptWork {
+    /// Persist a checkpoint file, then report `Msg::CheckpointDone`.
+    Checkpoint(CkptJob),
+    /// Unlink segment files a checkpoint freed beyond the free pool (already renamed
+    /// to temporary names, which start-up removes if a crash comes first). Unlinking a
+    /// large preallocated file takes milliseconds; dozens of them on the committer
+    /// thread stalled group commit for over a second.
+    Remove(Vec<PathBuf>),
+}
+
+/// A checkpoint for the checkpoint writer thread.
 pub(crate) struct CkptJob {
     pub mark: Seq,
     pub rec: CheckpointRecord,
@@ -125,7 +136,7 @@ pub(crate) struct CkptJob {
 /// so those syncs never stall group commit, and reports back over the committer's
 /// own channel (`Msg::CheckpointDone`).
 pub(crate) struct CkptWriter {
-    tx: Option<crossbeam_channel::Sender<CkptJob>>,
+    tx: Option<crossbeam_channel::Sender<CkptWork>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -137,11 +148,22 @@ impl CkptWriter {
         direct: bool,
         committer: crossbeam_channel::Sender<Msg>,
     ) -> std::io::Result<CkptWriter> {
-        let (tx, rx) = crossbeam_channel::bounded::<CkptJob>(16);
+        let (tx, rx) = crossbeam_channel::bounded::<CkptWork>(16);
         let thread = std::thread::Builder::new()
             .name(format!("journal-ckpt-{index}"))
             .spawn(move || {
-                for job in rx {
+                for work in rx {
+                    let job = match work {
+                        CkptWork::Checkpoint(job) => job,
+                        CkptWork::Remove(paths) => {
+                            for p in paths {
+                                if let Err(e) = disk.remove(&p) {
+                                    tracing::warn!(path = %p.display(), "removing a freed journal segment: {e} (start-up removes it)");
+                                }
+                            }
+                            continue;
+                        }
+                    };
                     let result = write_checkpoint(disk.as_mut(), &dir, job.rec, direct);
                     let msg = Msg::CheckpointDone {
                         mark: job.mark,
@@ -596,10 +618,12 @@ impl Committer {
                 Ok(Some(rec)) => match self.ckpt.as_ref().and_then(|w| w.tx.clone()) {
                     Some(tx) => {
                         self.ckpt_pending += 1;
-                        if let Err(e) = tx.send(CkptJob { mark, rec, reply }) {
+                        if let Err(e) = tx.send(CkptWork::Checkpoint(CkptJob { mark, rec, reply }))
+                        {
                             self.ckpt_pending -= 1;
-                            let job = e.into_inner();
-                            let _ = job.reply.send(Err(JournalError::ShutDown));
+                            if let CkptWork::Checkpoint(job) = e.into_inner() {
+                                let _ = job.reply.send(Err(JournalError::ShutDown));
+                            }
                         }
                     }
                     None => {
@@ -671,12 +695,17 @@ impl Committer {
         if done.is_empty() {
             return Ok(());
         }
+        let mut doomed = Vec::new();
         for (id, len) in &done {
             let path = self.files.path_of(*id);
-            if let Err(e) = self.files.recycle(self.disk.as_mut(), &path, *len) {
-                let reason = format!("recycling journal segment {id}: {e}");
-                self.fatal(reason.clone());
-                return Err(JournalError::Fatal(reason.into()));
+            match self.files.recycle(self.disk.as_mut(), &path, *len) {
+                Ok(Some(tmp)) => doomed.push(tmp),
+                Ok(None) => {}
+                Err(e) => {
+                    let reason = format!("recycling journal segment {id}: {e}");
+                    self.fatal(reason.clone());
+                    return Err(JournalError::Fatal(reason.into()));
+                }
             }
             self.live.remove(id);
         }
@@ -684,6 +713,25 @@ impl Committer {
             let reason = format!("syncing journal directory after recycling: {e}");
             self.fatal(reason.clone());
             return Err(JournalError::Fatal(reason.into()));
+        }
+        if !doomed.is_empty() {
+            // Unlinked by the checkpoint writer; inline without one (manual drivers)
+            // or when its queue is full.
+            let leftover = match self.ckpt.as_ref().and_then(|w| w.tx.as_ref()) {
+                Some(tx) => match tx.try_send(CkptWork::Remove(doomed)) {
+                    Ok(()) => Vec::new(),
+                    Err(e) => match e.into_inner() {
+                        CkptWork::Remove(paths) => paths,
+                        CkptWork::Checkpoint(_) => Vec::new(),
+                    },
+                },
+                None => doomed,
+            };
+            for p in leftover {
+                if let Err(e) = self.disk.remove(&p) {
+                    tracing::warn!(path = %p.display(), "removing a freed journal segment: {e} (start-up removes it)");
+                }
+            }
         }
         self.metrics
             .segments_recycled

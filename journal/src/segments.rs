@@ -280,14 +280,17 @@ impl SegmentFiles {
             .map_err(|e| io_err("open segment", &path, e))
     }
 
-    /// Recycles (or removes, when the pool is full or the size is wrong) a segment
-    /// file holding no live record. The caller syncs the directory afterwards.
+    /// Recycles a segment file holding no live record into the free pool, or, when
+    /// the pool is full or the size is wrong, renames it to a temporary name and
+    /// returns that path for the caller to unlink later (start-up removes temporary
+    /// files, so a crash in between loses nothing). The caller syncs the directory
+    /// afterwards.
     pub fn recycle(
         &mut self,
         disk: &mut dyn Disk,
         path: &Path,
         len: u64,
-    ) -> Result<(), JournalError> {
+    ) -> Result<Option<PathBuf>, JournalError> {
         if self.free.len() < self.free_max && len == self.segment_bytes {
             let n = self.next_free_n;
             self.next_free_n += 1;
@@ -296,10 +299,14 @@ impl SegmentFiles {
                 .map_err(|e| io_err("recycle segment", path, e))?;
             self.free.push((n, to));
             self.recycled += 1;
+            Ok(None)
         } else {
-            disk.remove(path)
-                .map_err(|e| io_err("remove segment", path, e))?;
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(TMP_SUFFIX);
+            let tmp = PathBuf::from(tmp);
+            disk.rename(path, &tmp)
+                .map_err(|e| io_err("retire segment", path, e))?;
+            Ok(Some(tmp))
         }
-        Ok(())
     }
 }
