@@ -28,7 +28,7 @@ for d in ("read", "write"):
         p.get("50.000000", 0) / 1e3, p.get("99.000000", 0) / 1e3))
 ' "$name"
 }
-sz=$(mb 256)
+sz=$(mb 1024)
 # Flush shapes: sequential writes of a segment-sized file, one fdatasync at the end.
 run seqwrite-64k  --rw=write --bs=64k --size="$sz" --iodepth=4 --end_fsync=1
 run seqwrite-1m   --rw=write --bs=1m  --size="$sz" --iodepth=4 --end_fsync=1

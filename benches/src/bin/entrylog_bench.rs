@@ -14,9 +14,11 @@
 //! [--readers N] [--only flush,random,catchup,gc] [--write-cache-mib N]`
 //! (`--readers`: `EntryLogConfig::readers` of the random-read shape, default 32;
 //! `--only`: run only those shapes, `--random-only` is `--only random`;
-//! `--write-cache-mib`: the write cache, default 64, of which each flush writes half).
+//! `--write-cache-mib`: the write cache, default 256 (compare.sh gives both bookies 256),
+//! of which each flush writes half;
+//! `--flush-write-kib`, `--flush-depth`: the flush's write size and queue depth).
 //! DIR must be on the file system to measure; the bench creates and removes
-//! `DIR/entrylog-bench`. `--scale` multiplies data sizes (default 1 = 256 MiB written
+//! `DIR/entrylog-bench`. `--scale` multiplies data sizes (default 1 = 1 GiB written
 //! per flush shape); keep it small on shared machines.
 
 use bk_disk::{open_disk, DiskConfig, DiskKind};
@@ -35,8 +37,12 @@ struct Args {
     readers: usize,
     /// Shapes to run (`--only flush,random,catchup,gc`; all by default).
     only: Option<Vec<String>>,
-    /// Write cache size in MiB (`--write-cache-mib`, default 64; a flush writes half).
+    /// Write cache size in MiB (`--write-cache-mib`, default 256; a flush writes half).
     write_cache_mib: usize,
+    /// `EntryLogConfig::flush_write_bytes` / `flush_queue_depth` overrides
+    /// (`--flush-write-kib`, `--flush-depth`).
+    flush_write_kib: Option<usize>,
+    flush_depth: Option<usize>,
 }
 
 impl Args {
@@ -54,7 +60,9 @@ fn parse_args() -> Result<Args, String> {
         kind: DiskKind::Auto,
         readers: 32,
         only: None,
-        write_cache_mib: 64,
+        write_cache_mib: 256,
+        flush_write_kib: None,
+        flush_depth: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -68,6 +76,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--random-only" => a.only = Some(vec!["random".into()]),
             "--only" => a.only = Some(val()?.split(',').map(str::to_string).collect()),
+            "--flush-write-kib" => {
+                a.flush_write_kib = Some(val()?.parse().map_err(|e| format!("{k}: {e}"))?);
+            }
+            "--flush-depth" => {
+                a.flush_depth = Some(val()?.parse().map_err(|e| format!("{k}: {e}"))?);
+            }
             "--write-cache-mib" => {
                 a.write_cache_mib = val()?
                     .parse()
@@ -76,7 +90,8 @@ fn parse_args() -> Result<Args, String> {
             _ => {
                 return Err("usage: entrylog_bench [--dir DIR] [--scale F] \
                      [--backend uring|syscall|auto] [--readers N] [--random-only] \
-                     [--only flush,random,catchup,gc] [--write-cache-mib N]"
+                     [--only flush,random,catchup,gc] [--write-cache-mib N] \
+                     [--flush-write-kib N] [--flush-depth N]"
                     .into())
             }
         }
@@ -85,7 +100,10 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn config(a: &Args) -> EntryLogConfig {
+    let d = EntryLogConfig::default();
     EntryLogConfig {
+        flush_write_bytes: a.flush_write_kib.map_or(d.flush_write_bytes, |k| k << 10),
+        flush_queue_depth: a.flush_depth.unwrap_or(d.flush_queue_depth),
         write_cache_bytes: a.write_cache_mib << 20,
         read_cache_bytes: 64 << 20,
         readahead_entries: 1000,
@@ -151,7 +169,7 @@ fn fill(log: &EntryLog, ledgers: u64, count: u64, len: usize) -> Result<u64, Str
 fn bench_flush(a: &Args, len: usize, prebuilt: bool) -> Result<(), String> {
     let dir = fresh_dir(&a.dir, &format!("flush-{len}"));
     let log = open(a, &dir)?;
-    let total = (256.0 * a.scale * (1 << 20) as f64) as u64;
+    let total = (1024.0 * a.scale * (1 << 20) as f64) as u64;
     let count = (total / len as u64).max(4);
     let ledgers = 8;
     let ids = (0..count).map(move |e| (e % ledgers, e / ledgers));
