@@ -126,7 +126,8 @@ start_all() {
     -cp "$CP" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$DIR/zk" >"$DIR/zk.log" 2>&1 &
   PIDS+=("$!")
   for _ in $(seq 1 100); do
-    r=$({ exec 3<>/dev/tcp/127.0.0.1/"$ZK_PORT" && echo ruok >&3 && cat <&3; } 2>/dev/null || true)
+    # (bounded: a ZooKeeper that accepts before it serves would leave `cat` waiting)
+    r=$(timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && echo ruok >&3 && cat <&3' 2>/dev/null || true)
     [[ "$r" == imok ]] && break
     sleep 0.2
   done
