@@ -124,6 +124,16 @@ pub(crate) enum CkptWork {
     Remove(Vec<PathBuf>),
 }
 
+/// Unlinks segment files freed by a checkpoint (under temporary names). A failure is
+/// only logged: start-up removes temporary files.
+fn remove_freed(disk: &mut dyn Disk, paths: Vec<PathBuf>) {
+    for p in paths {
+        if let Err(e) = disk.remove(&p) {
+            tracing::warn!(path = %p.display(), "removing a freed journal segment: {e} (start-up removes it)");
+        }
+    }
+}
+
 /// A checkpoint for the checkpoint writer thread.
 pub(crate) struct CkptJob {
     pub mark: Seq,
@@ -156,11 +166,7 @@ impl CkptWriter {
                     let job = match work {
                         CkptWork::Checkpoint(job) => job,
                         CkptWork::Remove(paths) => {
-                            for p in paths {
-                                if let Err(e) = disk.remove(&p) {
-                                    tracing::warn!(path = %p.display(), "removing a freed journal segment: {e} (start-up removes it)");
-                                }
-                            }
+                            remove_freed(disk.as_mut(), paths);
                             continue;
                         }
                     };
@@ -727,11 +733,7 @@ impl Committer {
                 },
                 None => doomed,
             };
-            for p in leftover {
-                if let Err(e) = self.disk.remove(&p) {
-                    tracing::warn!(path = %p.display(), "removing a freed journal segment: {e} (start-up removes it)");
-                }
-            }
+            remove_freed(self.disk.as_mut(), leftover);
         }
         self.metrics
             .segments_recycled
@@ -816,24 +818,7 @@ impl Committer {
         } else if !sp.synced {
             Op::Fdatasync { file: sp.file }
         } else {
-            let Some(sp) = self.spare.take() else {
-                return;
-            };
-            match self
-                .files
-                .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp)
-            {
-                Ok(()) => {
-                    self.spare_failed_at = None;
-                    self.metrics
-                        .segments_created
-                        .store(self.files.created, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    let _ = self.disk.remove(&sp.tmp);
-                    self.spare_failed(format!("{e}"));
-                }
-            }
+            self.install_spare();
             return;
         };
         match self.disk.submit(SPARE_USER_DATA, op) {
@@ -886,6 +871,12 @@ impl Committer {
                 return;
             }
         }
+        self.install_spare();
+    }
+
+    /// Moves the finished (synced) spare into the free pool: close, rename, directory
+    /// sync. On failure the file is removed and a new spare is tried later.
+    fn install_spare(&mut self) {
         let Some(sp) = self.spare.take() else {
             return;
         };
@@ -893,7 +884,12 @@ impl Committer {
             .files
             .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp)
         {
-            Ok(()) => self.spare_failed_at = None,
+            Ok(()) => {
+                self.spare_failed_at = None;
+                self.metrics
+                    .segments_created
+                    .store(self.files.created, Ordering::Relaxed);
+            }
             Err(e) => {
                 let _ = self.disk.remove(&sp.tmp);
                 self.spare_failed(format!("{e}"));

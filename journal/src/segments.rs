@@ -91,32 +91,14 @@ impl SegmentFiles {
         }
     }
 
-    /// Creates a file at `path` of `segment_bytes`, every byte written with zeros and
-    /// synced. The directory entry is NOT synced here.
-    fn create_zeroed(&mut self, disk: &mut dyn Disk, path: &Path) -> Result<(), JournalError> {
-        let opts = OpenOptions {
-            create: true,
-            create_new: false,
-            write: true,
-            direct: self.direct,
-        };
-        let file = disk
-            .open(path, opts)
-            .map_err(|e| io_err("create segment", path, e))?;
-        let r = self.fill_zeros(disk, file, path);
-        let c = disk.close(file);
-        r?;
-        c.map_err(|e| io_err("close segment", path, e))?;
-        self.created += 1;
-        Ok(())
-    }
-
-    /// Creates a file at `path` of `segment_bytes`, preallocated (no bytes written:
-    /// they read as zeros) and synced. The directory entry is NOT synced here.
-    fn create_preallocated(
+    /// Creates a file at `path` of `segment_bytes`, preallocated and synced; with
+    /// `zero_fill`, every byte is also written with zeros (without, unwritten bytes
+    /// read as zeros). The directory entry is NOT synced here.
+    fn create(
         &mut self,
         disk: &mut dyn Disk,
         path: &Path,
+        zero_fill: bool,
     ) -> Result<(), JournalError> {
         let opts = OpenOptions {
             create: true,
@@ -127,22 +109,7 @@ impl SegmentFiles {
         let file = disk
             .open(path, opts)
             .map_err(|e| io_err("create segment", path, e))?;
-        let r = (|| {
-            disk.set_len(file, 0)
-                .map_err(|e| io_err("truncate new segment", path, e))?;
-            run_checked(
-                disk,
-                Op::Fallocate {
-                    file,
-                    offset: 0,
-                    len: self.segment_bytes,
-                },
-                "fallocate segment",
-                path,
-            )?;
-            run_checked(disk, Op::Fdatasync { file }, "fdatasync new segment", path)?;
-            Ok(())
-        })();
+        let r = self.prepare(disk, file, path, zero_fill);
         let c = disk.close(file);
         r?;
         c.map_err(|e| io_err("close segment", path, e))?;
@@ -150,11 +117,12 @@ impl SegmentFiles {
         Ok(())
     }
 
-    fn fill_zeros(
+    fn prepare(
         &mut self,
         disk: &mut dyn Disk,
         file: FileId,
         path: &Path,
+        zero_fill: bool,
     ) -> Result<(), JournalError> {
         disk.set_len(file, 0)
             .map_err(|e| io_err("truncate new segment", path, e))?;
@@ -168,25 +136,27 @@ impl SegmentFiles {
             "fallocate segment",
             path,
         )?;
-        let chunk = ZERO_CHUNK.min(self.segment_bytes as usize);
-        let mut buf = AlignedBuf::with_capacity(chunk);
-        let mut off = 0u64;
-        while off < self.segment_bytes {
-            let n = ((self.segment_bytes - off) as usize).min(chunk);
-            buf.set_len(n);
-            buf.as_mut_slice().fill(0);
-            let back = run_checked(
-                disk,
-                Op::Write {
-                    file,
-                    offset: off,
-                    buf,
-                },
-                "zero-fill segment",
-                path,
-            )?;
-            buf = back.unwrap_or_else(|| AlignedBuf::with_capacity(chunk));
-            off += n as u64;
+        if zero_fill {
+            let chunk = ZERO_CHUNK.min(self.segment_bytes as usize);
+            let mut buf = AlignedBuf::with_capacity(chunk);
+            let mut off = 0u64;
+            while off < self.segment_bytes {
+                let n = ((self.segment_bytes - off) as usize).min(chunk);
+                buf.set_len(n);
+                buf.as_mut_slice().fill(0);
+                let back = run_checked(
+                    disk,
+                    Op::Write {
+                        file,
+                        offset: off,
+                        buf,
+                    },
+                    "zero-fill segment",
+                    path,
+                )?;
+                buf = back.unwrap_or_else(|| AlignedBuf::with_capacity(chunk));
+                off += n as u64;
+            }
         }
         run_checked(disk, Op::Fdatasync { file }, "fdatasync new segment", path)?;
         Ok(())
@@ -203,7 +173,7 @@ impl SegmentFiles {
         self.next_free_n += 1;
         let final_path = self.dir.join(free_file_name(n));
         let tmp = self.dir.join(format!("{}{TMP_SUFFIX}", free_file_name(n)));
-        self.create_zeroed(disk, &tmp)?;
+        self.create(disk, &tmp, true)?;
         disk.rename(&tmp, &final_path)
             .map_err(|e| io_err("rename spare segment", &tmp, e))?;
         self.sync_dir(disk)?;
@@ -270,7 +240,7 @@ impl SegmentFiles {
                 let tmp = self
                     .dir
                     .join(format!("{}{TMP_SUFFIX}", segment_file_name(id)));
-                self.create_preallocated(disk, &tmp)?;
+                self.create(disk, &tmp, false)?;
                 disk.rename(&tmp, &path)
                     .map_err(|e| io_err("rename new segment", &tmp, e))?;
             }
