@@ -1,9 +1,11 @@
-//! Segment files of one journal directory: creating them pre-written with zeros,
-//! recycling them after a checkpoint, and handing them out for new segment ids.
+//! Segment files of one journal directory: creating them (preallocated, zero-filled
+//! when asked), recycling or retiring them after a checkpoint, and handing them out
+//! for new segment ids.
 //!
 //! Files (see `format`): live segments `<16 hex id>.jseg`; free segments
 //! `free-<16 hex n>.jseg` (no live record: recycled after a checkpoint, dead after a
-//! crash, or pre-written spares); files being built end in `.tmp`.
+//! crash, or spares); files being built, and segments retired by a checkpoint and
+//! waiting to be unlinked, end in `.tmp`.
 //!
 //! Invariants:
 //! - a segment file handed out for writing is `segment_bytes` long and preallocated;
