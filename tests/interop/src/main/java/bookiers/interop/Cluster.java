@@ -252,6 +252,15 @@ public final class Cluster implements AutoCloseable {
         return sum;
     }
 
+    /** Ledger dir usage of each bookie, for failure messages. */
+    String ledgerDirUsageByBookie() throws IOException, InterruptedException {
+        StringBuilder sb = new StringBuilder();
+        for (BookieProcess b : bookies) {
+            sb.append(sb.length() == 0 ? "" : ", ").append(b.bookieId()).append(' ').append(b.ledgerDirUsage());
+        }
+        return sb.toString();
+    }
+
     /** Starts a tracked child JVM running mainClass; the caller waits on it. */
     Process startJavaChild(String mainClass, List<String> args, File log) throws IOException {
         List<String> cmd = new ArrayList<>();
