@@ -1,10 +1,10 @@
-//! Byte formats of the entry log: entry records, the segment footer (the segment's own
+//! Byte formats of the entry log: entry data, the segment footer (the segment's own
 //! index), the segment trailer, and the ledger-state file. Pure encode/decode, no I/O.
 //!
 //! Invariants: every decoder takes arbitrary bytes and returns a typed
 //! [`FormatError`] instead of panicking (fuzzed by `fuzz/fuzz_targets/segment_*.rs`);
-//! every encoder's output decodes back to the same value; every record carries a
-//! CRC32C that the decoder checks. All integers are little-endian. docs/formats.md
+//! every encoder's output decodes back to the same value; every entry has a CRC32C
+//! in its segment's footer that every read checks. All integers are little-endian. docs/formats.md
 //! "Entry log segments" mirrors the layouts documented above each type here.
 
 use std::fmt;
@@ -82,69 +82,47 @@ fn le_u64(b: &[u8]) -> u64 {
 }
 
 // ---------------------------------------------------------------------------------
-// Entry record
+// Entry data
 //
-// Format (ENTRY_HEADER_LEN = 24 bytes of header, then the payload):
-//   0..4    payload_len: u32 LE
-//   4..8    crc32c: u32 LE over bytes 0..4, then 8..24, then the payload
-//   8..16   ledger_id: u64 LE
-//   16..24  entry_id: u64 LE
-//   24..    payload (the entry exactly as added; payload_len bytes)
-// Records are packed back to back from file offset 0 with no padding between them.
+// A segment's data area holds the entries' payloads (each entry exactly as added),
+// packed back to back from file offset 0 in (ledger, entry) order, with no header and
+// no padding. What identifies and protects each payload lives in the footer: its
+// offset, its length and its CRC32C (see `entry_crc`). Keeping the header out of the
+// data area means a payload of 4096 bytes at a 4096-aligned offset is read with one
+// 4 KiB I/O, and the in-memory index, which already holds offset and length, holds the
+// CRC in what was padding of `EntryLoc`.
 // ---------------------------------------------------------------------------------
 
-/// Bytes of an entry record's header.
-pub const ENTRY_HEADER_LEN: usize = 24;
-
-/// Writes an entry record header for `payload` into `out` (24 bytes).
-pub fn encode_entry_header(ledger: u64, entry: u64, payload: &[u8]) -> [u8; ENTRY_HEADER_LEN] {
-    let mut h = [0u8; ENTRY_HEADER_LEN];
-    h[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    h[8..16].copy_from_slice(&ledger.to_le_bytes());
-    h[16..24].copy_from_slice(&entry.to_le_bytes());
-    let crc = entry_crc(&h, payload);
-    h[4..8].copy_from_slice(&crc.to_le_bytes());
-    h
-}
-
-fn entry_crc(header: &[u8], payload: &[u8]) -> u32 {
-    let c = crc32c::crc32c(&header[0..4]);
-    let c = crc32c::crc32c_append(c, &header[8..24]);
+/// CRC32C of an entry as stored in the footer: over ledger_id (u64 LE), entry_id
+/// (u64 LE), then the payload. Mixing in the ids means a payload read from the wrong
+/// place (a misdirected write or read) fails the check even if its bytes are intact.
+pub fn entry_crc(ledger: u64, entry: u64, payload: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&ledger.to_le_bytes());
+    let c = crc32c::crc32c_append(c, &entry.to_le_bytes());
     crc32c::crc32c_append(c, payload)
 }
 
-/// Checks the record at the start of `rec` (header + payload) against the expected
-/// ledger, entry and payload length, and returns the payload.
-pub fn decode_entry_record(
-    rec: &[u8],
+/// Checks the payload at the start of `data` against the entry's footer record
+/// (length and CRC32C) and returns it.
+pub fn check_entry<'a>(
+    data: &'a [u8],
     ledger: u64,
-    entry: u64,
-    len: u32,
-) -> Result<&[u8], FormatError> {
-    let need = ENTRY_HEADER_LEN + len as usize;
-    if rec.len() < need {
+    loc: &EntryLoc,
+) -> Result<&'a [u8], FormatError> {
+    let need = loc.len as usize;
+    let Some(payload) = data.get(..need) else {
         return err(format!(
-            "entry record truncated: {} of {need} bytes",
-            rec.len()
+            "entry {ledger}/{} truncated: {} of {need} bytes",
+            loc.entry,
+            data.len()
         ));
-    }
-    let h = &rec[..ENTRY_HEADER_LEN];
-    let got_len = le_u32(&h[0..4]);
-    let got_ledger = le_u64(&h[8..16]);
-    let got_entry = le_u64(&h[16..24]);
-    if got_len != len || got_ledger != ledger || got_entry != entry {
+    };
+    let actual = entry_crc(ledger, loc.entry, payload);
+    if actual != loc.crc {
         return err(format!(
-            "entry record header mismatch: expected ledger {ledger} entry {entry} len {len}, \
-             found ledger {got_ledger} entry {got_entry} len {got_len}"
-        ));
-    }
-    let payload = &rec[ENTRY_HEADER_LEN..need];
-    let stored = le_u32(&h[4..8]);
-    let actual = entry_crc(h, payload);
-    if stored != actual {
-        return err(format!(
-            "entry checksum mismatch for ledger {ledger} entry {entry}: stored {stored:#010x}, \
-             computed {actual:#010x}"
+            "entry checksum mismatch for ledger {ledger} entry {}: stored {:#010x}, \
+             computed {actual:#010x}",
+            loc.entry, loc.crc
         ));
     }
     Ok(payload)
@@ -158,9 +136,9 @@ pub fn decode_entry_record(
 //   then ledger_count ledger blocks, in strictly increasing ledger_id order:
 //     ledger_id: u64 LE
 //     entry_count: u32 LE (>= 1)
-//     entry_count × { entry_id: u64 LE, record_offset: u64 LE, payload_len: u32 LE }
-//       entry ids strictly increasing; record_offset is the file offset of the entry
-//       record's header; record_offset + 24 + payload_len <= the trailer's data_len.
+//     entry_count × { entry_id: u64 LE, offset: u64 LE, payload_len: u32 LE, crc32c: u32 LE }
+//       entry ids strictly increasing; offset is the file offset of the payload;
+//       offset + payload_len <= the trailer's data_len; crc32c is `entry_crc`.
 // The footer's CRC32C is in the trailer.
 // ---------------------------------------------------------------------------------
 
@@ -168,16 +146,18 @@ pub fn decode_entry_record(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryLoc {
     pub entry: u64,
-    /// File offset of the record header.
+    /// File offset of the payload.
     pub offset: u64,
-    /// Payload length (the record is `ENTRY_HEADER_LEN + len` bytes).
+    /// Payload length.
     pub len: u32,
+    /// `entry_crc` of the payload (fills what would be padding: 24 bytes either way).
+    pub crc: u32,
 }
 
 impl EntryLoc {
-    /// Bytes the record occupies in the segment.
+    /// Bytes the entry occupies in the segment's data area.
     pub fn record_len(&self) -> u64 {
-        ENTRY_HEADER_LEN as u64 + self.len as u64
+        self.len as u64
     }
 }
 
@@ -189,7 +169,7 @@ pub struct LedgerRun {
 }
 
 const FOOTER_LEDGER_HEADER: usize = 12;
-const FOOTER_ENTRY_LEN: usize = 20;
+const FOOTER_ENTRY_LEN: usize = 24;
 
 /// Encodes a footer. `runs` must be sorted by ledger with sorted entries.
 pub fn encode_footer(runs: &[LedgerRun], out: &mut Vec<u8>) {
@@ -201,6 +181,7 @@ pub fn encode_footer(runs: &[LedgerRun], out: &mut Vec<u8>) {
             out.extend_from_slice(&e.entry.to_le_bytes());
             out.extend_from_slice(&e.offset.to_le_bytes());
             out.extend_from_slice(&e.len.to_le_bytes());
+            out.extend_from_slice(&e.crc.to_le_bytes());
         }
     }
 }
@@ -237,23 +218,27 @@ pub fn decode_footer(buf: &[u8], data_len: u64) -> Result<Vec<LedgerRun>, Format
         let mut prev_entry: Option<u64> = None;
         for _ in 0..n {
             let entry = r.u64("entry id")?;
-            let offset = r.u64("record offset")?;
+            let offset = r.u64("entry offset")?;
             let len = r.u32("payload length")?;
+            let crc = r.u32("entry crc")?;
             if prev_entry.is_some_and(|p| p >= entry) {
                 return err(format!(
                     "footer ledger {ledger} entries not strictly increasing at {entry}"
                 ));
             }
             prev_entry = Some(entry);
-            let end = offset
-                .checked_add(ENTRY_HEADER_LEN as u64 + len as u64)
-                .filter(|&e| e <= data_len);
+            let end = offset.checked_add(len as u64).filter(|&e| e <= data_len);
             if end.is_none() || len as usize > MAX_ENTRY_BYTES {
                 return err(format!(
                     "footer entry {ledger}/{entry} at {offset}+{len} outside data of {data_len} bytes"
                 ));
             }
-            entries.push(EntryLoc { entry, offset, len });
+            entries.push(EntryLoc {
+                entry,
+                offset,
+                len,
+                crc,
+            });
         }
         runs.push(LedgerRun { ledger, entries });
     }
@@ -268,12 +253,13 @@ pub fn decode_footer(buf: &[u8], data_len: u64) -> Result<Vec<LedgerRun>, Format
 //
 // Format (64 bytes):
 //   0..8    magic "BKSEGTRL"
-//   8..12   version: u32 LE (= 1)
-//   12..16  entry_count: u32 LE (records in the segment)
+//   8..12   version: u32 LE (= 2; version 1 stored a 24-byte header before every
+//           payload and is not read: no version-1 segment was ever deployed)
+//   12..16  entry_count: u32 LE (entries in the segment)
 //   16..24  segment_id: u64 LE (equals the id in the file name)
 //   24..32  seq: u64 LE (precedence: a higher seq's copy of an entry wins; a compacted
 //           segment keeps the seq of the segment it was compacted from)
-//   32..40  data_len: u64 LE (entry records occupy [0, data_len))
+//   32..40  data_len: u64 LE (entry payloads occupy [0, data_len))
 //   40..48  footer_offset: u64 LE (>= data_len)
 //   48..52  footer_len: u32 LE
 //   52..56  footer_crc32c: u32 LE
@@ -286,7 +272,7 @@ pub fn decode_footer(buf: &[u8], data_len: u64) -> Result<Vec<LedgerRun>, Format
 /// Bytes of the trailer at the end of every segment.
 pub const TRAILER_LEN: usize = 64;
 const TRAILER_MAGIC: &[u8; 8] = b"BKSEGTRL";
-const SEGMENT_VERSION: u32 = 1;
+const SEGMENT_VERSION: u32 = 2;
 
 /// A decoded segment trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -390,7 +376,7 @@ pub fn decode_checked_footer(
 }
 
 /// Decodes a whole segment image: trailer from its last 64 bytes, footer from where the
-/// trailer says, and checks every entry record the footer lists (header and CRC32C).
+/// trailer says, and checks every entry the footer lists (length and CRC32C).
 /// Used by the fuzz target `segment_index` and by offline checks.
 pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatError> {
     let trailer = Trailer::decode(file, file.len() as u64)?;
@@ -402,10 +388,10 @@ pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatEr
     let runs = decode_checked_footer(&trailer, footer)?;
     for r in &runs {
         for e in &r.entries {
-            let rec = file
+            let data = file
                 .get(e.offset as usize..)
-                .ok_or_else(|| FormatError("record outside the file".into()))?;
-            decode_entry_record(rec, r.ledger, e.entry, e.len)?;
+                .ok_or_else(|| FormatError("entry outside the file".into()))?;
+            check_entry(data, r.ledger, e)?;
         }
     }
     Ok((trailer, runs))
@@ -596,21 +582,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entry_record_round_trip_and_bit_flip() {
+    fn entry_check_round_trip_and_bit_flip() {
         let payload = b"hello entry".to_vec();
-        let h = encode_entry_header(7, 9, &payload);
-        let mut rec = h.to_vec();
-        rec.extend_from_slice(&payload);
-        assert_eq!(
-            decode_entry_record(&rec, 7, 9, payload.len() as u32).unwrap(),
-            &payload[..]
-        );
-        for bit in 0..rec.len() * 8 {
-            let mut bad = rec.clone();
+        let loc = EntryLoc {
+            entry: 9,
+            offset: 0,
+            len: payload.len() as u32,
+            crc: entry_crc(7, 9, &payload),
+        };
+        assert_eq!(check_entry(&payload, 7, &loc).unwrap(), &payload[..]);
+        for bit in 0..payload.len() * 8 {
+            let mut bad = payload.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
-            assert!(decode_entry_record(&bad, 7, 9, payload.len() as u32).is_err());
+            assert!(check_entry(&bad, 7, &loc).is_err());
         }
-        assert!(decode_entry_record(&rec, 7, 8, payload.len() as u32).is_err());
+        // Another ledger's or entry's copy of the same bytes does not pass.
+        assert!(check_entry(&payload, 8, &loc).is_err());
+        assert!(check_entry(&payload, 7, &EntryLoc { entry: 8, ..loc }).is_err());
+        // Too few bytes is an error, not a panic.
+        assert!(check_entry(&payload[..3], 7, &loc).is_err());
     }
 
     #[test]
@@ -623,11 +613,13 @@ mod tests {
                         entry: 0,
                         offset: 0,
                         len: 10,
+                        crc: 0xdead_beef,
                     },
                     EntryLoc {
                         entry: 5,
                         offset: 34,
                         len: 1,
+                        crc: 1,
                     },
                 ],
             },
@@ -637,6 +629,7 @@ mod tests {
                     entry: 2,
                     offset: 59,
                     len: 0,
+                    crc: 0,
                 }],
             },
         ];

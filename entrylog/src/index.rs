@@ -191,6 +191,7 @@ mod tests {
             entry,
             offset,
             len: 6,
+            crc: 0,
         }
     }
 
@@ -217,7 +218,7 @@ mod tests {
             Run {
                 seg: 10,
                 seq: 10,
-                entries: vec![loc(0, 0), loc(1, 30)],
+                entries: vec![loc(0, 0), loc(1, 6)],
             },
         );
         ix.install_run(
@@ -225,7 +226,7 @@ mod tests {
             Run {
                 seg: 11,
                 seq: 11,
-                entries: vec![loc(1, 0), loc(2, 30)],
+                entries: vec![loc(1, 0), loc(2, 6)],
             },
         );
         let m = &ix.ledgers[&1];
@@ -233,8 +234,9 @@ mod tests {
         assert_eq!(m.lookup(0).map(|x| x.0), Some(10));
         assert_eq!(m.last().map(|x| x.1.entry), Some(2));
         assert_eq!(m.entry_ids(), vec![0, 1, 2]);
-        assert_eq!(ix.segments[&10].live_bytes, 30);
-        assert_eq!(ix.segments[&11].live_bytes, 60);
+        // Entries of 6 bytes: segment 10 keeps entry 0's, segment 11 holds 1 and 2.
+        assert_eq!(ix.segments[&10].live_bytes, 6);
+        assert_eq!(ix.segments[&11].live_bytes, 12);
         ix.remove_ledger(1);
         assert_eq!(ix.segments[&10].live_bytes, 0);
         assert_eq!(ix.segments[&11].live_bytes, 0);

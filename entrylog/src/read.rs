@@ -6,8 +6,8 @@
 //! cache, and a new batch stops before entries already cached or in flight, so a
 //! catch-up reader at queue depth N reads each byte once instead of N batches.
 //!
-//! Invariants: every byte returned from a segment passed its record CRC32C and header
-//! check (else `Error::Corruption`); the read cache only answers for the current copy
+//! Invariants: every byte returned from a segment passed the length and CRC32C check
+//! against its footer entry (else `Error::Corruption`); the read cache only answers for the current copy
 //! of an entry; the index lock is never held during disk I/O.
 
 use crate::format::EntryLoc;

@@ -1,13 +1,13 @@
 //! Segment file I/O through the `Disk` trait: writing a whole segment sequentially
 //! (large aligned writes, then fdatasync, then rename from `.tmp`, then directory
-//! sync), loading a segment's trailer and footer, and reading entry records back.
+//! sync), loading a segment's trailer and footer, and reading entries back.
 //!
 //! Invariants: a file named `seg-<id>.seg` was fully written and datasynced before
 //! the rename that gave it that name, so at start-up a `.seg` that does not decode is
-//! corruption, while a `.seg.tmp` is an unfinished write to delete. Every record read
-//! back is checked against its CRC32C and its footer entry.
+//! corruption, while a `.seg.tmp` is an unfinished write to delete. Every entry read
+//! back is checked against the length and CRC32C of its footer entry.
 
-use crate::format::{self, EntryLoc, LedgerRun, Trailer, ENTRY_HEADER_LEN, TRAILER_LEN};
+use crate::format::{self, EntryLoc, LedgerRun, Trailer, TRAILER_LEN};
 use crate::{Error, Result};
 use bk_disk::{round_up, AlignedBuf, Disk, FileId, Op, OpenOptions, SECTOR};
 use bytes::Bytes;
@@ -242,8 +242,9 @@ fn write_segment_body(
                 entry: *entry,
                 offset,
                 len: data.len() as u32,
+                crc: format::entry_crc(*ledger, *entry, data),
             });
-            offset += (ENTRY_HEADER_LEN + data.len()) as u64;
+            offset += data.len() as u64;
             count += 1;
         }
         runs.push(LedgerRun {
@@ -283,9 +284,8 @@ fn write_segment_body(
     }
     let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1));
     let write_all = |w: &mut ChunkWriter<'_>| -> io::Result<()> {
-        for (ledger, entries) in &input.ledgers {
-            for (entry, data) in entries {
-                w.append(&format::encode_entry_header(*ledger, *entry, data))?;
+        for (_, entries) in &input.ledgers {
+            for (_, data) in entries {
                 w.append(data)?;
             }
         }
@@ -384,8 +384,8 @@ pub fn read_err(path: &Path, e: io::Error) -> Error {
     }
 }
 
-/// Reads consecutive records `locs` (adjacent in the file, ascending) of `ledger`
-/// in one read and verifies each one.
+/// Reads consecutive entries `locs` (adjacent in the file, ascending) of `ledger`
+/// in one read and verifies each one against its CRC32C.
 pub fn read_records(
     disk: &mut dyn Disk,
     file: FileId,
@@ -403,8 +403,8 @@ pub fn read_records(
     let mut out = Vec::with_capacity(locs.len());
     for l in locs {
         let at = skip + (l.offset - first.offset) as usize;
-        let payload = format::decode_entry_record(&data[at..], ledger, l.entry, l.len)
-            .map_err(|e| corruption(path, e))?;
+        let payload =
+            format::check_entry(&data[at..], ledger, l).map_err(|e| corruption(path, e))?;
         out.push(Bytes::copy_from_slice(payload));
     }
     Ok(out)

@@ -116,16 +116,17 @@ fn bit_flip_is_corruption() {
         .find(|p| p.to_string_lossy().ends_with(".seg"))
         .unwrap();
     let path = dirs()[0].join(seg);
-    // Entry 2's record starts at 2 * (24 + 124); flip a payload bit.
-    fs.flip_bit(&path, 2 * 148 + 24 + 50, 3).unwrap();
+    // Entries are 124 bytes, stored back to back: entry 2 starts at 2 * 124.
+    fs.flip_bit(&path, 2 * 124 + 50, 3).unwrap();
     let log = open(&fs);
     assert!(matches!(
         log.get_entry(9, EntrySelector::Id(2)),
         Err(Error::Corruption { .. })
     ));
     assert!(log.get_entry(9, EntrySelector::Id(1)).is_ok());
-    // Header flip too.
-    fs.flip_bit(&path, 3 * 148 + 9, 0).unwrap();
+    assert!(log.get_entry(9, EntrySelector::Id(3)).is_ok());
+    // A flip in entry 3's first byte (its ledger id, as BookKeeper entries begin).
+    fs.flip_bit(&path, 3 * 124, 0).unwrap();
     let log2 = open(&fs);
     drop(log);
     assert!(matches!(
