@@ -171,6 +171,14 @@ pub struct LedgerRun {
 const FOOTER_LEDGER_HEADER: usize = 12;
 const FOOTER_ENTRY_LEN: usize = 24;
 
+/// Bytes `encode_footer` writes for `runs`.
+pub fn footer_len(runs: &[LedgerRun]) -> usize {
+    4 + runs
+        .iter()
+        .map(|r| FOOTER_LEDGER_HEADER + FOOTER_ENTRY_LEN * r.entries.len())
+        .sum::<usize>()
+}
+
 /// Encodes a footer. `runs` must be sorted by ledger with sorted entries.
 pub fn encode_footer(runs: &[LedgerRun], out: &mut Vec<u8>) {
     out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
@@ -635,6 +643,7 @@ mod tests {
         ];
         let mut f = Vec::new();
         encode_footer(&runs, &mut f);
+        assert_eq!(f.len(), footer_len(&runs));
         let tr = Trailer {
             entry_count: 3,
             segment_id: 4,

@@ -231,7 +231,9 @@ fn write_segment_body(
     depth: usize,
 ) -> Result<(u64, u64, Vec<LedgerRun>)> {
     let chunk = round_up(chunk.max(SECTOR), SECTOR);
-    // Lay out first, so the file can be preallocated and the footer built.
+    // Lay out first, so the file can be preallocated: offsets and lengths now, each
+    // entry's CRC32C while it is written (the payload is then hot in cache for the
+    // copy into the write chunk), the footer once all are known.
     let mut runs = Vec::with_capacity(input.ledgers.len());
     let mut offset = 0u64;
     let mut count = 0u32;
@@ -242,7 +244,7 @@ fn write_segment_body(
                 entry: *entry,
                 offset,
                 len: data.len() as u32,
-                crc: format::entry_crc(*ledger, *entry, data),
+                crc: 0,
             });
             offset += data.len() as u64;
             count += 1;
@@ -253,18 +255,8 @@ fn write_segment_body(
         });
     }
     let data_len = offset;
-    let mut footer = Vec::new();
-    format::encode_footer(&runs, &mut footer);
-    let file_len = round_up((data_len as usize) + footer.len() + TRAILER_LEN, SECTOR) as u64;
-    let trailer = Trailer {
-        entry_count: count,
-        segment_id: id,
-        seq,
-        data_len,
-        footer_offset: data_len,
-        footer_len: footer.len() as u32,
-        footer_crc: crc32c::crc32c(&footer),
-    };
+    let footer_len = format::footer_len(&runs);
+    let file_len = round_up((data_len as usize) + footer_len + TRAILER_LEN, SECTOR) as u64;
     let io_err = |what: &str| {
         let what = what.to_string();
         move |e: io::Error| Error::io(format!("{what} segment {id}"), e)
@@ -283,12 +275,25 @@ fn write_segment_body(
         Err(_) => {}
     }
     let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1));
-    let write_all = |w: &mut ChunkWriter<'_>| -> io::Result<()> {
-        for (_, entries) in &input.ledgers {
-            for (_, data) in entries {
+    let mut write_all = |w: &mut ChunkWriter<'_>| -> io::Result<()> {
+        for ((ledger, entries), run) in input.ledgers.iter().zip(runs.iter_mut()) {
+            for ((entry, data), loc) in entries.iter().zip(run.entries.iter_mut()) {
+                loc.crc = format::entry_crc(*ledger, *entry, data);
                 w.append(data)?;
             }
         }
+        let mut footer = Vec::with_capacity(footer_len);
+        format::encode_footer(&runs, &mut footer);
+        debug_assert_eq!(footer.len(), footer_len);
+        let trailer = Trailer {
+            entry_count: count,
+            segment_id: id,
+            seq,
+            data_len,
+            footer_offset: data_len,
+            footer_len: footer.len() as u32,
+            footer_crc: crc32c::crc32c(&footer),
+        };
         w.append(&footer)?;
         let pad = file_len as usize - data_len as usize - footer.len() - TRAILER_LEN;
         w.append(&vec![0u8; pad])?;
