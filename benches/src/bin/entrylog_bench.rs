@@ -330,11 +330,16 @@ fn bench_gc(a: &Args) -> Result<(), String> {
 }
 
 fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
+}
+
+/// A `/proc/self/status` field in KiB (0 when unreadable).
+fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
@@ -366,25 +371,33 @@ fn main() {
         // The pre-built payloads (256 MiB x scale) are gone: start the peak-RSS
         // figure afresh, so that it measures the entry log and not the bench.
         reset_peak_rss();
+        let rss_at_reset = status_kib("VmRSS:") / 1024;
+        let mut phase_peaks = Vec::new();
         if a.runs("random") {
             bench_random_reads(&a, 4096)?;
             bench_random_reads(&a, 4000)?;
+            phase_peaks.push(format!("random {}", peak_rss_kib() / 1024));
         }
         if a.runs("catchup") {
             bench_catch_up(&a, 1 << 10)?;
             bench_catch_up(&a, 64 << 10)?;
+            phase_peaks.push(format!("catch-up {}", peak_rss_kib() / 1024));
         }
         if a.runs("gc") {
             bench_gc(&a)?;
+            phase_peaks.push(format!("gc {}", peak_rss_kib() / 1024));
         }
         if a.runs("flush") {
             bench_flush(&a, 64 << 10, false)?;
+            phase_peaks.push(format!("64 KiB flush {}", peak_rss_kib() / 1024));
             bench_flush(&a, 5 << 20, false)?;
+            phase_peaks.push(format!("5 MiB flush {}", peak_rss_kib() / 1024));
         }
         let c = config(&a);
         println!(
-            "peak RSS {} MiB (since the throughput passes); configured write cache {} MiB + read cache {} MiB (+ one 64 MiB max entry)",
+            "peak RSS {} MiB (since the throughput passes; {rss_at_reset} MiB at that point; peak after each pass, MiB: {}); configured write cache {} MiB + read cache {} MiB (+ one 64 MiB max entry)",
             peak_rss_kib() / 1024,
+            phase_peaks.join(", "),
             c.write_cache_bytes >> 20,
             c.read_cache_bytes >> 20
         );
