@@ -122,6 +122,16 @@ pub struct BookieArgs {
     pub set: Vec<String>,
 }
 
+/// Which journal keys were given explicitly (file or `--set`). Their Java defaults
+/// (2 ms group wait, 2 GiB files, 5 backups) are not bookie-rs's: greedy group commit,
+/// 128 MiB recycled segments and 2 free segments are, unless the operator asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalKeysSet {
+    pub max_group_wait: bool,
+    pub max_size: bool,
+    pub max_backups: bool,
+}
+
 /// The typed bookie configuration. Field docs give the stock key and the code default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BookieConfig {
@@ -184,9 +194,11 @@ pub struct BookieConfig {
     // ---- journal ----
     /// journalFormatVersionToWrite (6).
     pub journal_format_version_to_write: u32,
-    /// journalMaxSizeMB (2048) in bytes.
+    /// journalMaxSizeMB (2048) in bytes. Applied only when the file sets it (capped at
+    /// 256 MiB, and never below a frame plus 1 MiB); otherwise segments are 128 MiB.
     pub journal_max_size_bytes: u64,
-    /// journalMaxBackups (5).
+    /// journalMaxBackups (5). Applied only when the file sets it: free journal segments
+    /// kept for reuse; otherwise 2.
     pub journal_max_backups: u32,
     /// journalPreAllocSizeMB (16) in bytes.
     pub journal_pre_alloc_size_bytes: u64,
@@ -200,8 +212,12 @@ pub struct BookieConfig {
     pub journal_sync_data: bool,
     /// journalAdaptiveGroupWrites (true).
     pub journal_adaptive_group_writes: bool,
-    /// journalMaxGroupWaitMSec (2 ms).
+    /// journalMaxGroupWaitMSec (2 ms). Applied only when the file sets it (> 0) and
+    /// journalFlushWhenQueueEmpty is false; otherwise group commit is greedy.
     pub journal_max_group_wait: Duration,
+    /// Which of journalMaxGroupWaitMSec, journalMaxSizeMB and journalMaxBackups the
+    /// configuration set: those three apply only when set (ARCHITECTURE.md).
+    pub journal_keys_set: JournalKeysSet,
     /// journalBufferedWritesThreshold (524288 bytes).
     pub journal_buffered_writes_threshold_bytes: u64,
     /// journalBufferedEntriesThreshold (0 = off -> None). `journalMaxGroupedEntriesToCommit` (not
@@ -1047,6 +1063,11 @@ impl BookieConfig {
             journal_sync_data: p.bool("journalSyncData", true)?,
             journal_adaptive_group_writes: p.bool("journalAdaptiveGroupWrites", true)?,
             journal_max_group_wait: p.millis("journalMaxGroupWaitMSec", 2)?,
+            journal_keys_set: JournalKeysSet {
+                max_group_wait: p.values.contains_key("journalMaxGroupWaitMSec"),
+                max_size: p.values.contains_key("journalMaxSizeMB"),
+                max_backups: p.values.contains_key("journalMaxBackups"),
+            },
             journal_buffered_writes_threshold_bytes: p.u64_min(
                 "journalBufferedWritesThreshold",
                 524_288,
