@@ -5,7 +5,7 @@
 //! Invariants:
 //! - a ledger's `runs` are sorted by (seq, segment id); for an entry stored in several
 //!   runs, the last run holding it (highest precedence) is the current copy;
-//! - `SegmentMeta::live_bytes` is the sum of record lengths of the current copies
+//! - `SegmentMeta::live_bytes` is the sum of payload lengths of the current copies
 //!   held by the segment whose ledger still exists; it only decreases after install;
 //! - `seg_refs[ledger]` counts segments whose footer names the ledger (dead or not),
 //!   so a deletion tombstone is kept while any footer could resurrect the ledger.
@@ -89,7 +89,7 @@ pub struct SegmentMeta {
     pub dir: usize,
     pub seq: u64,
     pub file_len: u64,
-    /// Bytes of entry records.
+    /// Bytes of entry payloads (the data area).
     pub data_bytes: u64,
     /// Bytes of current copies of entries of existing ledgers.
     pub live_bytes: u64,
