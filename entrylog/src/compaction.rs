@@ -190,15 +190,15 @@ impl Shared {
                 let mut i = 0;
                 while i < locs.len() {
                     let mut j = i + 1;
-                    let mut bytes = locs[i].record_len();
+                    let mut bytes = locs[i].stored_len();
                     while j < locs.len()
-                        && locs[j].offset == locs[j - 1].offset + locs[j - 1].record_len()
-                        && bytes + locs[j].record_len() <= 1 << 20
+                        && locs[j].offset == locs[j - 1].offset + locs[j - 1].stored_len()
+                        && bytes + locs[j].stored_len() <= 1 << 20
                     {
-                        bytes += locs[j].record_len();
+                        bytes += locs[j].stored_len();
                         j += 1;
                     }
-                    let recs = segment::read_records(disk, file, &path, *l, &locs[i..j])?;
+                    let recs = segment::read_entries(disk, file, &path, *l, &locs[i..j])?;
                     for (loc, data) in locs[i..j].iter().zip(recs) {
                         dst.insert(
                             loc.entry,
@@ -321,7 +321,7 @@ impl Shared {
                         })
                         .copied()
                         .collect();
-                    new_live += still.iter().map(|e| e.record_len()).sum::<u64>();
+                    new_live += still.iter().map(|e| e.stored_len()).sum::<u64>();
                     new_runs.insert(r.ledger, still);
                 }
             }

@@ -156,7 +156,7 @@ pub struct EntryLoc {
 
 impl EntryLoc {
     /// Bytes the entry occupies in the segment's data area.
-    pub fn record_len(&self) -> u64 {
+    pub fn stored_len(&self) -> u64 {
         self.len as u64
     }
 }

@@ -144,11 +144,11 @@ impl Index {
             .iter()
             .any(|r| r.first() <= last && r.last() >= first);
         for e in &run.entries {
-            live += e.record_len();
+            live += e.stored_len();
             if overlaps {
                 if let Some((seg, old, _, _)) = meta.lookup(e.entry) {
                     if let Some(s) = self.segments.get_mut(&seg) {
-                        s.live_bytes = s.live_bytes.saturating_sub(old.record_len());
+                        s.live_bytes = s.live_bytes.saturating_sub(old.stored_len());
                     }
                 }
             }
@@ -171,7 +171,7 @@ impl Index {
             let mut dead = 0;
             for e in &r.entries {
                 if meta.runs.len() == 1 || seen.insert(e.entry) {
-                    dead += e.record_len();
+                    dead += e.stored_len();
                 }
             }
             if let Some(s) = self.segments.get_mut(&r.seg) {

@@ -85,7 +85,7 @@ impl Shared {
         let mut locs = vec![loc];
         if sequential && self.cfg.readahead_entries > 1 {
             let run = &meta.runs[ri];
-            let mut bytes = loc.record_len();
+            let mut bytes = loc.stored_len();
             for next in run.entries.iter().skip(i + 1) {
                 // Only current copies: a later run may hold a newer copy.
                 let current = meta
@@ -95,11 +95,11 @@ impl Shared {
                     || rc.inflight_covers(ledger, next.entry)
                     || rc.get(ledger, next.entry, seg, next.offset).is_some()
                     || locs.len() >= self.cfg.readahead_entries
-                    || bytes + next.record_len() > self.cfg.readahead_bytes as u64
+                    || bytes + next.stored_len() > self.cfg.readahead_bytes as u64
                 {
                     break;
                 }
-                bytes += next.record_len();
+                bytes += next.stored_len();
                 locs.push(*next);
             }
         }
@@ -219,7 +219,7 @@ impl Shared {
                     f
                 }
             };
-            segment::read_records(r.disk.as_mut(), file, path, ledger, locs)
+            segment::read_entries(r.disk.as_mut(), file, path, ledger, locs)
         })
     }
 

@@ -391,7 +391,7 @@ pub fn read_err(path: &Path, e: io::Error) -> Error {
 
 /// Reads consecutive entries `locs` (adjacent in the file, ascending) of `ledger`
 /// in one read and verifies each one against its CRC32C.
-pub fn read_records(
+pub fn read_entries(
     disk: &mut dyn Disk,
     file: FileId,
     path: &Path,
@@ -401,7 +401,7 @@ pub fn read_records(
     let (Some(first), Some(last)) = (locs.first(), locs.last()) else {
         return Ok(Vec::new());
     };
-    let end = last.offset + last.record_len();
+    let end = last.offset + last.stored_len();
     let (buf, skip) = read_span(disk, file, first.offset, (end - first.offset) as usize)
         .map_err(|e| read_err(path, e))?;
     let data = buf.as_slice();
