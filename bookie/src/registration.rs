@@ -13,8 +13,9 @@
 //! 3. journal replay etc. (request path);
 //! 4. [`Registration::register`] (writable, or read-only if forced) — failure aborts start-up;
 //! 5. serve; call [`Registration::set_read_only`] on transitions; watch
-//!    [`Registration::fatal`]: `Some(reason)` means the session expired and could not be
-//!    re-registered, so the bookie must shut down;
+//!    [`Registration::fatal`]: `Some(reason)` means ZooKeeper refused our authentication, so
+//!    the bookie must shut down (a session expiry is not fatal: re-registration retries until
+//!    ZooKeeper is back, however long that takes);
 //! 6. [`Registration::shutdown`] deletes the node(s) and closes the session.
 //!
 //! Invariants:
@@ -90,6 +91,11 @@ type Result<T, E = RegistrationError> = std::result::Result<T, E>;
 
 /// How often the session watcher retries a registration mode change that failed.
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Longest wait between two re-registration attempts after a session expiry. Small enough
+/// that the bookie is registered again within a few seconds of ZooKeeper's return (each
+/// attempt also waits up to the connect timeout).
+const REREGISTER_BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// Published registration mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -636,8 +642,12 @@ impl Inner {
         Ok(())
     }
 
-    /// Background task: on session expiry, open a new session and publish again; if that is not
-    /// possible within 2 x zkTimeout (at least 10 s), report fatal.
+    /// Background task: on session expiry, open a new session and publish again, retrying with
+    /// backoff (100 ms doubling to [`REREGISTER_BACKOFF_MAX`]) for as long as it takes, each
+    /// attempt logged. ZooKeeper being away is never a reason to stop: adds and reads need no
+    /// metadata, and the Java bookie's shutdown after a failed re-registration turns a
+    /// ZooKeeper outage into a bookie outage (docs/semantics.md §14). Only a failed
+    /// authentication is reported through [`Registration::fatal`].
     async fn watch_session(self: Arc<Self>) {
         loop {
             // Take the watcher, then look at the current state: a session that already expired
@@ -673,33 +683,33 @@ impl Inner {
                 return;
             }
             self.expirations.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(bookie_id = %self.bookie_id, "ZooKeeper session expired; re-registering");
-            let deadline = Instant::now() + (self.zk_timeout * 2).max(Duration::from_secs(10));
+            tracing::warn!(bookie_id = %self.bookie_id, "ZooKeeper session expired; re-registering (requests are still served)");
+            let started = Instant::now();
             let mut backoff = Duration::from_millis(100);
-            let mut last_err = String::new();
-            let ok = loop {
+            let mut attempt: u64 = 0;
+            loop {
                 if self.shutting_down.load(Ordering::SeqCst) {
                     return;
                 }
+                attempt += 1;
                 match self.reestablish().await {
-                    Ok(()) => break true,
-                    Err(e) => {
-                        last_err = e.to_string();
-                        tracing::warn!(error = %e, "re-registration attempt failed");
+                    Ok(()) => {
+                        tracing::info!(
+                            attempt,
+                            after_ms = started.elapsed().as_millis() as u64,
+                            "re-registered after ZooKeeper session expiry"
+                        );
+                        break;
                     }
-                }
-                if Instant::now() + backoff > deadline {
-                    break false;
+                    Err(e) => tracing::warn!(
+                        attempt,
+                        error = %e,
+                        retry_in_ms = backoff.as_millis() as u64,
+                        "re-registration attempt failed; will retry"
+                    ),
                 }
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            };
-            if !ok {
-                let reason =
-                    format!("ZooKeeper session expired and re-registration failed: {last_err}");
-                tracing::error!(%reason, "bookie must shut down");
-                let _ = self.fatal_tx.send(Some(reason));
-                return;
+                backoff = (backoff * 2).min(REREGISTER_BACKOFF_MAX);
             }
         }
     }
