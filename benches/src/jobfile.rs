@@ -136,13 +136,25 @@ pub enum OutputFormat {
     Json,
 }
 
-/// Parses the arguments after the program name (and after any subcommand).
+/// Command-line keys that take no value: `--key` alone turns them on.
+const FLAG_KEYS: &[&str] = &[
+    "help",
+    "cmdhelp",
+    "version",
+    "serial",
+    "progress",
+    "stonewall",
+];
+
+/// Parses the arguments after the program name (and after any subcommand). Options take
+/// `--key=value` or, as with fio, `--key value`.
 pub fn parse_command_line(args: &[String]) -> Result<CommandLine, OptionError> {
     let mut cl = CommandLine {
         progress: true,
         ..Default::default()
     };
-    for arg in args {
+    let mut args = args.iter().peekable();
+    while let Some(arg) = args.next() {
         let Some(body) = arg.strip_prefix("--") else {
             if arg == "-h" {
                 cl.help = true;
@@ -158,6 +170,12 @@ pub fn parse_command_line(args: &[String]) -> Result<CommandLine, OptionError> {
         };
         let (key, value) = match body.split_once('=') {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            // `--key value`, as fio takes it, for every key that is not a flag; a flag's
+            // optional value is only ever given as `--flag=value`.
+            None if !FLAG_KEYS.contains(&body) => {
+                let value = args.next_if(|next| !next.starts_with("--")).cloned();
+                (body.to_string(), value)
+            }
             None => (body.to_string(), None),
         };
         let need = |v: &Option<String>| {
@@ -408,6 +426,53 @@ prefill=1m
         let cl = parse_command_line(&args(&["--section=nope"])).unwrap();
         let e = resolve(parse_job_file("t.fio", FILE).unwrap(), &cl).unwrap_err();
         assert!(e.to_string().contains("--section=nope"), "{e}");
+    }
+
+    #[test]
+    fn options_take_a_separate_value_as_fio_does() {
+        let spaced = parse_command_line(&args(&[
+            "--output-format",
+            "json",
+            "--rw",
+            "write",
+            "--bs=1k",
+            "--serial",
+            "--name",
+            "a",
+            "--iodepth",
+            "4",
+            "jobs.fio",
+        ]))
+        .unwrap();
+        assert_eq!(spaced.output_format, OutputFormat::Json);
+        assert!(spaced.serial);
+        assert_eq!(spaced.job_files, vec!["jobs.fio".to_string()]);
+        assert_eq!(spaced.jobs.len(), 1);
+        assert_eq!(spaced.jobs[0].name, "a");
+        let joined = parse_command_line(&args(&[
+            "--output-format=json",
+            "--rw=write",
+            "--bs=1k",
+            "--serial",
+            "--name=a",
+            "--iodepth=4",
+            "jobs.fio",
+        ]))
+        .unwrap();
+        let kv = |cl: &CommandLine| {
+            let mut v: Vec<(String, Option<String>)> = cl
+                .globals
+                .iter()
+                .chain(cl.jobs.iter().flat_map(|j| j.options.iter()))
+                .map(|o| (o.key.clone(), o.value.clone()))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(kv(&spaced), kv(&joined));
+        // A value that is missing is still an error naming the key.
+        let e = parse_command_line(&args(&["--output-format", "--serial"])).unwrap_err();
+        assert!(e.to_string().contains("output-format"), "{e}");
     }
 
     #[test]
