@@ -1,0 +1,335 @@
+//! The committer thread of one journal directory: owns its `Disk`, drives the
+//! [`GroupCommit`] state machine, performs its group writes as linked
+//! write+fdatasync operations, delivers acknowledgements through oneshot channels,
+//! persists checkpoints and recycles segments.
+//!
+//! Invariants:
+//! - at most one group write is in flight; synchronous work (segment preparation,
+//!   checkpoint file, recycling, spare segments) runs only when none is, so no
+//!   completion is ever lost to `run_one`;
+//! - a failed or short group write, a failed segment preparation and a failed
+//!   checkpoint are fatal: the reason is logged here, every pending and later append
+//!   fails with `JournalError::Fatal`, and the thread keeps answering (with that
+//!   error) until shutdown;
+//! - budget is returned to admission only after the ack was sent.
+//!
+//! Where the code lives:
+//! - this file: the messages ([`Msg`], [`Token`]) and the committer loop
+//!   ([`Committer::turn`]): draining the channel, the order of the loop's work, waiting;
+//! - `group`: submitting a group write, its completion, delivering acknowledgements;
+//! - `checkpoint`: the checkpoint writer thread and what a persisted checkpoint frees
+//!   (segment recycling);
+//! - `spare`: building a spare segment in the background between group writes.
+
+mod checkpoint;
+mod group;
+mod spare;
+
+pub(crate) use checkpoint::CkptWriter;
+
+use crate::commit::GroupCommit;
+use crate::error::JournalError;
+use crate::journal::Admission;
+use crate::metrics::JournalMetrics;
+use crate::record::Record;
+use crate::segments::SegmentFiles;
+use crate::Seq;
+use bk_disk::{AlignedBuf, Disk, FileId};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use group::InFlightGroup;
+use spare::SpareBuild;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The caller's side of one append, carried through the state machine.
+pub(crate) struct Token {
+    pub reply: oneshot::Sender<Result<Seq, JournalError>>,
+    /// Admission budget to return after the ack.
+    pub charge: usize,
+    pub barrier: bool,
+}
+
+/// Messages to a committer.
+pub(crate) enum Msg {
+    Append {
+        record: Record,
+        /// The record pre-encoded as a group of its own (large records only).
+        encoded: Option<AlignedBuf>,
+        token: Token,
+        enqueued: Instant,
+    },
+    Barrier {
+        token: Token,
+        enqueued: Instant,
+    },
+    Mark {
+        reply: oneshot::Sender<Seq>,
+    },
+    Checkpoint {
+        mark: Seq,
+        reply: oneshot::Sender<Result<(), JournalError>>,
+    },
+    /// From the checkpoint writer: the checkpoint file for `mark` was persisted (or not).
+    CheckpointDone {
+        mark: Seq,
+        result: Result<(), JournalError>,
+        reply: oneshot::Sender<Result<(), JournalError>>,
+    },
+    Shutdown,
+}
+
+impl Msg {
+    /// Answers the message's caller with `err` (used when it cannot be served).
+    pub(crate) fn fail(self, err: JournalError) {
+        match self {
+            Msg::Append { token, .. } | Msg::Barrier { token, .. } => {
+                let _ = token.reply.send(Err(err));
+            }
+            Msg::Checkpoint { reply, .. } | Msg::CheckpointDone { reply, .. } => {
+                let _ = reply.send(Err(err));
+            }
+            Msg::Mark { .. } | Msg::Shutdown => {}
+        }
+    }
+}
+
+const GROUP_USER_DATA: u64 = 1;
+const SPARE_USER_DATA: u64 = 2;
+/// How often the committer polls a spare operation while watching for appends.
+const SPARE_POLL: Duration = Duration::from_micros(200);
+/// Messages taken from the channel per loop turn (bounds the time between turns).
+const DRAIN_MAX: usize = 8192;
+
+pub(crate) struct Committer {
+    index: usize,
+    dir: PathBuf,
+    disk: Box<dyn Disk>,
+    gc: GroupCommit<Token>,
+    files: SegmentFiles,
+    /// The segment being written and its open file.
+    current: Option<(u64, FileId)>,
+    /// Segments holding records: id -> (last durable seq, file length).
+    live: BTreeMap<u64, (Seq, u64)>,
+    mark: Seq,
+    journal_id: u64,
+    rx: Receiver<Msg>,
+    admission: Arc<Admission>,
+    metrics: Arc<JournalMetrics>,
+    in_flight: Option<InFlightGroup>,
+    checkpoints: VecDeque<(Seq, oneshot::Sender<Result<(), JournalError>>)>,
+    shutdown: bool,
+    closed_admission: bool,
+    direct: bool,
+    spare_failed_at: Option<Instant>,
+    spare: Option<SpareBuild>,
+    /// None: checkpoint files are written inline (manual drivers, deterministic).
+    ckpt: Option<CkptWriter>,
+    ckpt_pending: usize,
+    /// Moving average of the padded bytes of recent groups.
+    group_bytes_avg: f64,
+}
+
+impl Committer {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        index: usize,
+        dir: PathBuf,
+        disk: Box<dyn Disk>,
+        gc: GroupCommit<Token>,
+        files: SegmentFiles,
+        live: BTreeMap<u64, (Seq, u64)>,
+        mark: Seq,
+        journal_id: u64,
+        rx: Receiver<Msg>,
+        admission: Arc<Admission>,
+        metrics: Arc<JournalMetrics>,
+        direct: bool,
+        ckpt: Option<CkptWriter>,
+    ) -> Committer {
+        Committer {
+            index,
+            dir,
+            disk,
+            gc,
+            files,
+            current: None,
+            live,
+            mark,
+            journal_id,
+            rx,
+            admission,
+            metrics,
+            in_flight: None,
+            checkpoints: VecDeque::new(),
+            shutdown: false,
+            closed_admission: false,
+            direct,
+            spare_failed_at: None,
+            spare: None,
+            ckpt,
+            ckpt_pending: 0,
+            group_bytes_avg: 0.0,
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        while self.turn(true) {}
+        self.finish();
+    }
+
+    /// True when nothing is pending, in flight or queued (channel empty).
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.in_flight.is_none()
+            && self.gc.is_idle()
+            && self.checkpoints.is_empty()
+            && self.rx.is_empty()
+            && self.spare.is_none()
+            && self.ckpt_pending == 0
+    }
+
+    /// One turn of the committer loop. With `block`, waits for work when there is
+    /// none; without, returns instead. Returns false once shut down and drained.
+    pub(crate) fn turn(&mut self, block: bool) -> bool {
+        for _ in 0..DRAIN_MAX {
+            match self.rx.try_recv() {
+                Ok(m) => self.handle(m),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.begin_shutdown();
+                    break;
+                }
+            }
+        }
+        if self.in_flight.is_none() {
+            self.run_checkpoints();
+            if let Some(gw) = self.gc.poll(Instant::now()) {
+                self.submit_group(gw);
+            }
+        }
+        self.deliver_acks();
+        self.step_spare();
+        if self.in_flight.is_some() || (self.spare_op_in_flight() && !self.rx.is_empty()) {
+            let completions = self.disk.reap(1);
+            for c in completions {
+                self.on_completion(c);
+            }
+            self.deliver_acks();
+            return true;
+        }
+        if self.shutdown
+            && self.gc.is_idle()
+            && self.checkpoints.is_empty()
+            && self.ckpt_pending == 0
+        {
+            self.abandon_spare();
+            return false;
+        }
+        if self.spare_op_in_flight() {
+            // Only the background spare is busy: poll its completion while watching
+            // for appends, so one arriving now is not queued behind a spare chunk.
+            if block {
+                match self.rx.recv_timeout(SPARE_POLL) {
+                    Ok(m) => self.handle(m),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => self.begin_shutdown(),
+                }
+                for c in self.disk.reap(0) {
+                    self.on_completion(c);
+                }
+            } else {
+                for c in self.disk.reap(1) {
+                    self.on_completion(c);
+                }
+            }
+            return true;
+        }
+        if !block {
+            return true;
+        }
+        // Nothing in flight: wait for a message (or the held group's deadline).
+        let msg = match self.gc.next_deadline() {
+            Some(deadline) => match self.rx.recv_deadline(deadline) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.begin_shutdown();
+                    None
+                }
+            },
+            None if self.gc.is_idle() => match self.rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => {
+                    self.begin_shutdown();
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some(m) = msg {
+            self.handle(m);
+        }
+        true
+    }
+
+    /// Closes the open segment (end of the thread).
+    pub(crate) fn finish(&mut self) {
+        if let Some(w) = self.ckpt.as_mut() {
+            w.stop();
+        }
+        self.abandon_spare();
+        if let Some((_, f)) = self.current.take() {
+            if let Err(e) = self.disk.close(f) {
+                tracing::warn!(dir = %self.dir.display(), "closing journal segment at shutdown: {e}");
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.shutdown = true;
+        self.gc.set_flush_now(true);
+    }
+
+    fn handle(&mut self, m: Msg) {
+        let now = Instant::now();
+        match m {
+            Msg::Append {
+                record,
+                encoded,
+                token,
+                enqueued,
+            } => {
+                let _ = self
+                    .gc
+                    .append_encoded(record, encoded, token, enqueued.min(now));
+            }
+            Msg::Barrier { token, enqueued } => self.gc.barrier(token, enqueued.min(now)),
+            Msg::Mark { reply } => {
+                let _ = reply.send(self.gc.last_assigned());
+            }
+            Msg::Checkpoint { mark, reply } => self.checkpoints.push_back((mark, reply)),
+            Msg::CheckpointDone {
+                mark,
+                result,
+                reply,
+            } => {
+                self.ckpt_pending = self.ckpt_pending.saturating_sub(1);
+                let r = self.checkpoint_persisted(mark, result);
+                let _ = reply.send(r);
+            }
+            Msg::Shutdown => self.begin_shutdown(),
+        }
+    }
+
+    /// A fatal failure: log it here, stop the state machine, close admission.
+    fn fatal(&mut self, reason: String) {
+        tracing::error!(
+            journal = self.index,
+            dir = %self.dir.display(),
+            "FATAL journal failure, no further appends are acknowledged: {reason}"
+        );
+        self.gc.fail(reason);
+    }
+}
