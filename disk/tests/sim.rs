@@ -1,5 +1,5 @@
 //! Tests of the simulated disk's crash model, determinism and every fault kind
-//! (the model is documented at the top of src/sim.rs).
+//! (the model is documented at the top of src/sim/mod.rs).
 
 mod common;
 
