@@ -1,9 +1,18 @@
 //! `config`: the bookie's configuration, read from a stock `bk_server.conf` (Java properties)
-//! and overridden by command-line flags.
+//! and overridden by command-line flags; this file holds the typed [`BookieConfig`], its
+//! errors and the load entry points.
 //!
-//! Owns: the key names, their stock defaults (the Java *code* defaults of
-//! reference/config.md section 1, not the commented values of the shipped file), their units,
-//! validation, and the command-line flags.
+//! Rooms (one concern each):
+//! * [`properties`]: the lexical Java properties format;
+//! * `props`: the typed property reader (origins, "used" marks, ranges, units);
+//! * [`args`]: the command-line flags and how they become property overrides;
+//! * `sections`: every key's default, unit, range and cross-key rule, one function per
+//!   section of `bk_server.conf` (the only place a key is read);
+//! * `keys`: stock keys accepted and ignored, keys refused (security), unknown keys;
+//! * [`memory`]: the default cache size from physical memory;
+//! * [`metadata_uri`]: `metadataServiceUri` / `zkServers`;
+//! * [`mapping`]: [`BookieConfig`] -> the request path's and the storage's configs (the only
+//!   mapping from the bookie's config to another crate's).
 //!
 //! Precedence (lowest to highest): code default < config file (`--conf`, else env
 //! `BOOKIE_CONF`) < `--set key=value` < dedicated flags (`--port`, `--journal-dirs`, ...).
@@ -14,25 +23,36 @@
 //! * every numeric field is in range (ports fit u16, fractions in (0,1), sizes > 0 where the
 //!   Java bookie requires it); an invalid value fails start-up, never falls back silently;
 //! * an empty value (`key=`) means "unset" (Pulsar ships many `key=` lines);
+//! * defaults are the Java *code* defaults (reference/config.md section 1, not the commented
+//!   values of the shipped file), except where a field's doc says otherwise and why;
 //! * `metadata_service` is `Some` iff not standalone;
 //! * journal/ledger dir lists are non-empty; `index_dirs` is `Some` only if configured
 //!   (the cookie records index dirs only when configured);
-//! * sizes are in bytes (`_bytes`), times are `Duration`s; Java's `-1`/`0` "off" sentinels
-//!   become `Option::None`;
-//! * keys that are stock but have no effect here, and unknown keys, are logged once each at load
-//!   (tracing `warn`) and listed in [`LoadReport`].
+//! * sizes are in bytes (`_bytes`; `usize` when they size memory), times are `Duration`s;
+//!   Java's `-1`/`0` "off" sentinels become `Option::None`; each field holds the value as
+//!   its consumer uses it, so nothing downstream converts it again;
+//! * keys that are stock but have no effect here, unknown keys, and values the loader adjusted
+//!   are logged once each at load (tracing `warn`) and listed in [`LoadReport`];
 //! * features we do not implement and whose silent absence would downgrade security
 //!   (`tlsProviderFactoryClass`, `bookieAuthProviderFactoryClass`, `zkEnableSecurity=true`)
 //!   fail start-up; `ledgerStorageClass` is only informative (the storage is always ours).
 
+pub mod args;
+mod keys;
+pub mod mapping;
+pub mod memory;
 pub mod metadata_uri;
 pub mod properties;
+mod props;
+mod sections;
 
-use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use args::BookieArgs;
+pub use memory::default_cache_bytes;
 pub use metadata_uri::{LedgerManagerType, MetadataServiceUri};
+use props::Props;
 
 /// Errors while loading the configuration. Every value error names the key and the value.
 #[derive(Debug, thiserror::Error)]
@@ -58,78 +78,6 @@ pub enum ConfigError {
     BadOverride(String),
     #[error("{key}: {reason}")]
     Unsupported { key: String, reason: String },
-}
-
-/// Command-line flags of the `bookie` binary. Flag names follow the Java `Main` where one exists
-/// (`-c`, `-p`, `-j`, `-l`, `-i`, `-z`, `-m`, `-r`), long names are ours.
-#[derive(clap::Parser, Debug, Clone, Default)]
-#[command(
-    name = "bookie",
-    about = "BookKeeper-compatible bookie (reads stock bk_server.conf)"
-)]
-pub struct BookieArgs {
-    /// Config file (Java properties, stock bk_server.conf keys). Default: env BOOKIE_CONF, else none.
-    #[arg(short = 'c', long = "conf")]
-    pub conf: Option<PathBuf>,
-    /// bookiePort.
-    #[arg(short = 'p', long = "port", alias = "bookieport")]
-    pub port: Option<String>,
-    /// journalDirectories (comma separated).
-    #[arg(short = 'j', long = "journal-dirs", alias = "journal")]
-    pub journal_dirs: Option<String>,
-    /// ledgerDirectories (comma separated).
-    #[arg(short = 'l', long = "ledger-dirs", alias = "ledgerdirs")]
-    pub ledger_dirs: Option<String>,
-    /// indexDirectories (comma separated).
-    #[arg(short = 'i', long = "index-dirs", alias = "indexdirs")]
-    pub index_dirs: Option<String>,
-    /// metadataServiceUri, e.g. zk+hierarchical://localhost:2181/ledgers.
-    #[arg(long = "metadata-service-uri")]
-    pub metadata_service_uri: Option<String>,
-    /// zkServers (used when metadataServiceUri is unset).
-    #[arg(short = 'z', long = "zk-servers", alias = "zkserver")]
-    pub zk_servers: Option<String>,
-    /// zkLedgersRootPath.
-    #[arg(short = 'm', long = "zk-ledgers-root-path", alias = "zkledgerpath")]
-    pub zk_ledgers_root_path: Option<String>,
-    /// Run without ZooKeeper: no registration, no cookie in ZooKeeper, no GC scan.
-    #[arg(long = "standalone")]
-    pub standalone: bool,
-    /// Put journal (<dir>/journal) and ledger (<dir>/ledgers) directories under one directory,
-    /// unless --journal-dirs / --ledger-dirs are given.
-    #[arg(long = "data-dir")]
-    pub data_dir: Option<PathBuf>,
-    /// prometheusStatsHttpPort.
-    #[arg(long = "metrics-port")]
-    pub metrics_port: Option<String>,
-    /// httpServerPort.
-    #[arg(long = "http-port", alias = "httpport")]
-    pub http_port: Option<String>,
-    /// bookieId (custom bookie id).
-    #[arg(long = "bookie-id")]
-    pub bookie_id: Option<String>,
-    /// advertisedAddress.
-    #[arg(long = "advertised-address")]
-    pub advertised_address: Option<String>,
-    /// allowLoopback=true.
-    #[arg(long = "allow-loopback")]
-    pub allow_loopback: bool,
-    /// forceReadOnlyBookie=true.
-    #[arg(short = 'r', long = "readonly")]
-    pub readonly: bool,
-    /// Any key: --set key=value (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
-}
-
-/// Which journal keys were given explicitly (file or `--set`). Their Java defaults
-/// (2 ms group wait, 2 GiB files, 5 backups) are not bookie-rs's: greedy group commit,
-/// 128 MiB recycled segments and 2 free segments are, unless the operator asks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JournalKeysSet {
-    pub max_group_wait: bool,
-    pub max_size: bool,
-    pub max_backups: bool,
 }
 
 /// The typed bookie configuration. Field docs give the stock key and the code default.
@@ -164,8 +112,13 @@ pub struct BookieConfig {
     pub server_tcp_no_delay: bool,
     /// serverSockKeepalive (true).
     pub server_sock_keepalive: bool,
-    /// nettyMaxFrameSizeBytes (5242880).
-    pub netty_max_frame_size_bytes: u32,
+    /// nettyMaxFrameSizeBytes: the frame limit, counting the 4-byte prefix as Netty does.
+    /// Default 5,253,120 (Pulsar's shipped value; Java's code default is 5,242,880), and never
+    /// below it: a smaller configured value is raised to 5,253,120 and named in
+    /// [`LoadReport::adjusted`]. Java's 5,242,880 would close the connection on a Pulsar chunk
+    /// frame (5,242,992 bytes and more). The request path's limit, and the floor of a journal
+    /// segment (one frame plus 1 MiB), as is.
+    pub netty_max_frame_size_bytes: usize,
     /// maxPendingAddRequestsPerThread (10000).
     pub max_pending_add_requests_per_thread: u32,
     /// maxPendingReadRequestsPerThread (10000).
@@ -194,12 +147,13 @@ pub struct BookieConfig {
     // ---- journal ----
     /// journalFormatVersionToWrite (6).
     pub journal_format_version_to_write: u32,
-    /// journalMaxSizeMB (2048) in bytes. Applied only when the file sets it (capped at
-    /// 256 MiB, and never below a frame plus 1 MiB); otherwise segments are 128 MiB.
-    pub journal_max_size_bytes: u64,
-    /// journalMaxBackups (5). Applied only when the file sets it: free journal segments
-    /// kept for reuse; otherwise 2.
-    pub journal_max_backups: u32,
+    /// journalMaxSizeMB in bytes; `None` unless the configuration sets it (Java's 2048 is
+    /// not applied). When set, the journal segment size, capped at 256 MiB and never below a
+    /// frame plus 1 MiB (`mapping`); otherwise segments are 128 MiB.
+    pub journal_max_size_bytes: Option<u64>,
+    /// journalMaxBackups; `None` unless the configuration sets it (Java's 5 is not applied).
+    /// When set, the count of free journal segments kept for reuse; otherwise 2.
+    pub journal_max_backups: Option<usize>,
     /// journalPreAllocSizeMB (16) in bytes.
     pub journal_pre_alloc_size_bytes: u64,
     /// journalWriteBufferSizeKB (64) in bytes.
@@ -212,25 +166,25 @@ pub struct BookieConfig {
     pub journal_sync_data: bool,
     /// journalAdaptiveGroupWrites (true).
     pub journal_adaptive_group_writes: bool,
-    /// journalMaxGroupWaitMSec (2 ms). Applied only when the file sets it (> 0) and
-    /// journalFlushWhenQueueEmpty is false; otherwise group commit is greedy.
-    pub journal_max_group_wait: Duration,
-    /// Which of journalMaxGroupWaitMSec, journalMaxSizeMB and journalMaxBackups the
-    /// configuration set: those three apply only when set (ARCHITECTURE.md).
-    pub journal_keys_set: JournalKeysSet,
-    /// journalBufferedWritesThreshold (524288 bytes).
-    pub journal_buffered_writes_threshold_bytes: u64,
+    /// journalMaxGroupWaitMSec: the journal's group wait. `Some` only when the configuration
+    /// sets it > 0 and journalFlushWhenQueueEmpty is false; otherwise `None`, greedy group
+    /// commit (Java's 2 ms default is not applied: on a free device it is pure latency).
+    pub journal_max_group_wait: Option<Duration>,
+    /// journalBufferedWritesThreshold (524288 bytes), at least 4096 (0 would mean one record
+    /// per group): the cap on one group's record bytes.
+    pub journal_buffered_writes_threshold_bytes: usize,
     /// journalBufferedEntriesThreshold (0 = off -> None). `journalMaxGroupedEntriesToCommit` (not
     /// a stock Java key) is accepted as an alias.
-    pub journal_buffered_entries_threshold: Option<u64>,
+    pub journal_buffered_entries_threshold: Option<usize>,
     /// journalFlushWhenQueueEmpty (false).
     pub journal_flush_when_queue_empty: bool,
     /// journalAlignmentSize (512 bytes; multiple of 512).
     pub journal_alignment_size_bytes: u64,
     /// journalQueueSize (10000 entries).
-    pub journal_queue_size: u32,
-    /// journalMaxMemorySizeMb (Java: 5% of direct memory; here None = journal's own default).
-    pub journal_max_memory_size_bytes: Option<u64>,
+    pub journal_queue_size: usize,
+    /// journalMaxMemorySizeMb in bytes, at least 8 MiB (Java: 5% of direct memory; here
+    /// 0 or unset = None = the journal's own default).
+    pub journal_max_memory_size_bytes: Option<usize>,
     /// journalPageCacheFlushIntervalMSec (1000 ms).
     pub journal_page_cache_flush_interval: Duration,
     /// journalReuseFiles (false).
@@ -242,11 +196,11 @@ pub struct BookieConfig {
     /// ledgerStorageClass (informative only: the storage is always ours).
     pub ledger_storage_class: String,
     /// dbStorage_writeCacheMaxSizeMb (Java: 25% of direct memory; here see [`default_cache_bytes`]).
-    pub write_cache_max_size_bytes: u64,
+    pub write_cache_max_size_bytes: usize,
     /// dbStorage_readAheadCacheMaxSizeMb (same default rule).
-    pub read_ahead_cache_max_size_bytes: u64,
+    pub read_ahead_cache_max_size_bytes: usize,
     /// dbStorage_readAheadCacheBatchSize (100 entries).
-    pub read_ahead_cache_batch_size: u32,
+    pub read_ahead_cache_batch_size: usize,
     /// dbStorage_readAheadCacheBatchBytesSize (-1 = off -> None).
     pub read_ahead_cache_batch_bytes: Option<u64>,
     /// dbStorage_maxThrottleTimeMs (10000 ms).
@@ -347,279 +301,9 @@ pub struct LoadReport {
     pub ignored_keys: Vec<String>,
     /// Keys that are not BookKeeper keys we know (typos, other products' keys).
     pub unknown_keys: Vec<String>,
-}
-
-/// Default size of each DbLedgerStorage-style cache when its key is unset.
-///
-/// Java uses 25% of the JVM's max direct memory (itself the heap size by default). We have no
-/// JVM: we take 1/16 of physical memory, at least 16 MiB and at most 1 GiB, so two caches never
-/// exceed 1/8 of RAM on small machines. Decision recorded for ARCHITECTURE.md.
-pub fn default_cache_bytes() -> u64 {
-    const MIB: u64 = 1 << 20;
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let (pages, page_size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let phys = if pages > 0 && page_size > 0 {
-        (pages as u64).saturating_mul(page_size as u64)
-    } else {
-        1 << 30
-    };
-    (phys / 16).clamp(16 * MIB, 1024 * MIB)
-}
-
-/// Stock keys we read but ignore (no equivalent in bookie-rs). Logged as "ignored".
-const IGNORED_KEYS: &[&str] = &[
-    "serverTcpLinger",
-    "serverNumIOThreads",
-    "byteBufAllocatorSizeInitial",
-    "byteBufAllocatorSizeMin",
-    "byteBufAllocatorSizeMax",
-    "serverWriteBufferLowWaterMark",
-    "serverWriteBufferHighWaterMark",
-    "numHighPriorityWorkerThreads",
-    "numLongPollWorkerThreads",
-    "numJournalCallbackThreads",
-    "readWorkerThreadsThrottlingEnabled",
-    "requestTimerTickDurationMs",
-    "requestTimerNumTicks",
-    "waitTimeoutOnResponseBackpressureMs",
-    "tlsProvider",
-    "tlsClientAuthentication",
-    "tlsKeyStoreType",
-    "tlsKeyStore",
-    "tlsKeyStorePasswordPath",
-    "tlsTrustStoreType",
-    "tlsTrustStore",
-    "tlsTrustStorePasswordPath",
-    "tlsCertificatePath",
-    "tlsCertFilesRefreshDurationSeconds",
-    "allowMultipleDirsUnderSameDiskPartition",
-    "dbStorage_directIOEntryLogger",
-    "dbStorage_directIOEntryLoggerTotalWriteBufferSizeMB",
-    "dbStorage_directIOEntryLoggerTotalReadBufferSizeMB",
-    "dbStorage_directIOEntryLoggerReadBufferSizeMB",
-    "dbStorage_directIOEntryLoggerMaxFdCacheTimeSeconds",
-    "defaultRocksdbConf",
-    "entryLocationRocksdbConf",
-    "ledgerMetadataRocksdbConf",
-    "entryLogPerLedgerEnabled",
-    "fileInfoFormatVersionToWrite",
-    "openFileLimit",
-    "pageLimit",
-    "pageSize",
-    "sortedLedgerStorageEnabled",
-    "skipListSizeLimit",
-    "gcOverreplicatedLedgerMaxConcurrentRequests",
-    "gcMetadataOpRateLimit",
-    "useTransactionalCompaction",
-    "gcEntryLogMetadataCacheEnabled",
-    "entryLocationCompactionInterval",
-    "zkRetryBackoffStartMs",
-    "zkRetryBackoffMaxMs",
-    "httpServerClass",
-    "httpServerTlsEnable",
-    "statsProviderClass",
-    "prometheusStatsLatencyRolloverSeconds",
-    "exposeDefaultJVMMetrics",
-    "bookieDeathWatchInterval",
-    "autoRecoveryDaemonEnabled",
-    "useV2WireProtocol",
-    "dataIntegrityChecking",
-    "localConsistencyCheckOnStartup",
-    "extraServerComponents",
-    "preserveMdcForTaskExecution",
-    "ledgerManagerFactoryClass",
-    "journalAdaptiveGroupWrites",
-    "lostBookieRecoveryDelay",
-    "rereplicationEntryBatchSize",
-    "auditorPeriodicCheckInterval",
-    "auditorPeriodicBookieCheckInterval",
-    "openLedgerRereplicationGracePeriod",
-    "numEntriesInReplicationTaskBatch",
-    "zkRequestRateLimit",
-    "compactionRate",
-    "journalMaxMemorySizeMb",
-    "limitStatsLogging",
-    "ensemblePlacementPolicy",
-    "reppDnsResolverClass",
-    "bookieAuthProviderFactoryClass",
-    "enableBusyWait",
-    "stickyReadSEnabled",
-    "reorderReadSequenceEnabled",
-    "enableLocalTransport",
-    "disableServerSocketBind",
-    "skipListArenaChunkSize",
-    "skipListArenaMaxAllocSize",
-    "ledgerManagerType",
-    "allowShadedLedgerManagerFactoryClass",
-    "shadedLedgerManagerFactoryClassPrefix",
-];
-
-/// Key/value store with origin tracking and "used" marks.
-struct Props {
-    values: BTreeMap<String, (String, String)>, // key -> (value, origin)
-    used: HashSet<String>,
-}
-
-impl Props {
-    fn set(&mut self, key: &str, value: String, origin: String) {
-        self.values.insert(key.to_string(), (value, origin));
-    }
-
-    /// Raw value; empty (after trim) means unset.
-    fn raw(&mut self, key: &str) -> Option<(String, String)> {
-        self.used.insert(key.to_string());
-        let (v, o) = self.values.get(key)?;
-        let v = v.trim();
-        if v.is_empty() {
-            None
-        } else {
-            Some((v.to_string(), o.clone()))
-        }
-    }
-
-    fn invalid(key: &str, value: &str, origin: &str, reason: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidValue {
-            key: key.to_string(),
-            value: value.to_string(),
-            origin: origin.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    fn string(&mut self, key: &str) -> Option<String> {
-        self.raw(key).map(|(v, _)| v)
-    }
-
-    fn string_or(&mut self, key: &str, default: &str) -> String {
-        self.string(key).unwrap_or_else(|| default.to_string())
-    }
-
-    fn bool(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
-        let Some((v, origin)) = self.raw(key) else {
-            return Ok(default);
-        };
-        // commons-configuration (BooleanUtils.toBooleanObject) accepts these spellings.
-        match v.to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" | "y" | "t" => Ok(true),
-            "false" | "no" | "off" | "n" | "f" => Ok(false),
-            _ => Err(Self::invalid(key, &v, &origin, "expected true or false")),
-        }
-    }
-
-    /// Integer in `[min, max]`.
-    fn int(&mut self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, ConfigError> {
-        let Some((v, origin)) = self.raw(key) else {
-            return Ok(default);
-        };
-        let n: i64 = v
-            .parse()
-            .map_err(|_| Self::invalid(key, &v, &origin, "expected an integer"))?;
-        if n < min || n > max {
-            return Err(Self::invalid(
-                key,
-                &v,
-                &origin,
-                format!("must be between {min} and {max}"),
-            ));
-        }
-        Ok(n)
-    }
-
-    fn u64_min(&mut self, key: &str, default: u64, min: u64) -> Result<u64, ConfigError> {
-        Ok(self.int(key, default as i64, min as i64, i64::MAX)? as u64)
-    }
-
-    fn u32_min(&mut self, key: &str, default: u32, min: u32) -> Result<u32, ConfigError> {
-        Ok(self.int(key, default as i64, min as i64, u32::MAX as i64)? as u32)
-    }
-
-    fn port(&mut self, key: &str, default: u16) -> Result<u16, ConfigError> {
-        Ok(self.int(key, default as i64, 0, u16::MAX as i64)? as u16)
-    }
-
-    /// Milliseconds, >= 0.
-    fn millis(&mut self, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
-        Ok(Duration::from_millis(self.u64_min(key, default_ms, 0)?))
-    }
-
-    /// Size given in `unit_bytes` units, returned in bytes (checked multiplication).
-    fn size(
-        &mut self,
-        key: &str,
-        default_units: u64,
-        unit_bytes: u64,
-        min_units: u64,
-    ) -> Result<u64, ConfigError> {
-        let units = self.u64_min(key, default_units, min_units)?;
-        units.checked_mul(unit_bytes).ok_or_else(|| {
-            let (v, o) = self.values.get(key).cloned().unwrap_or_default();
-            Self::invalid(key, &v, &o, "too large")
-        })
-    }
-
-    /// Floating point fraction in `[lo, hi]` (inclusive bounds unless `open`).
-    fn fraction(
-        &mut self,
-        key: &str,
-        default: f64,
-        lo: f64,
-        hi: f64,
-        open: bool,
-    ) -> Result<f64, ConfigError> {
-        let Some((v, origin)) = self.raw(key) else {
-            return Ok(default);
-        };
-        let f: f64 = v
-            .parse()
-            .map_err(|_| Self::invalid(key, &v, &origin, "expected a number"))?;
-        let ok = if open {
-            f > lo && f < hi
-        } else {
-            f >= lo && f <= hi
-        };
-        if !f.is_finite() || !ok {
-            let (l, r) = if open { ('(', ')') } else { ('[', ']') };
-            return Err(Self::invalid(
-                key,
-                &v,
-                &origin,
-                format!("must be in {l}{lo}, {hi}{r}"),
-            ));
-        }
-        Ok(f)
-    }
-
-    fn dirs(&mut self, key: &str) -> Result<Option<Vec<PathBuf>>, ConfigError> {
-        let Some((v, origin)) = self.raw(key) else {
-            return Ok(None);
-        };
-        let dirs: Vec<PathBuf> = v
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect();
-        if dirs.is_empty() {
-            return Err(Self::invalid(key, &v, &origin, "no directory given"));
-        }
-        let mut seen = HashSet::new();
-        for d in &dirs {
-            if !seen.insert(d.clone()) {
-                return Err(Self::invalid(
-                    key,
-                    &v,
-                    &origin,
-                    format!("directory {} listed twice", d.display()),
-                ));
-            }
-        }
-        Ok(Some(dirs))
-    }
+    /// Values the loader changed, one line each naming the key (e.g. a frame limit below
+    /// Pulsar's, raised to it).
+    pub adjusted: Vec<String>,
 }
 
 impl BookieConfig {
@@ -634,6 +318,9 @@ impl BookieConfig {
         }
         for key in &report.unknown_keys {
             tracing::warn!(key = %key, "unknown config key ignored (typo?)");
+        }
+        for note in &report.adjusted {
+            tracing::warn!("{note}");
         }
         Ok(cfg)
     }
@@ -677,14 +364,7 @@ impl BookieConfig {
         path: Option<&Path>,
         args: &BookieArgs,
     ) -> Result<(BookieConfig, LoadReport), ConfigError> {
-        let mut props = Props {
-            values: BTreeMap::new(),
-            used: HashSet::new(),
-        };
-        let mut report = LoadReport {
-            conf_file: path.map(Path::to_path_buf),
-            ..Default::default()
-        };
+        let mut props = Props::default();
         if let Some(text) = text {
             let file_name = path
                 .map(|p| p.display().to_string())
@@ -694,488 +374,21 @@ impl BookieConfig {
                 source,
             })?;
             for e in entries {
-                if props.values.contains_key(&e.key) {
+                if props.contains(&e.key) {
                     tracing::warn!(key = %e.key, line = e.line, "config key set twice; the last value wins");
                 }
                 props.set(&e.key, e.value, format!("{file_name} line {}", e.line));
             }
         }
-        for kv in &args.set {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| ConfigError::BadOverride(kv.clone()))?;
-            let k = k.trim();
-            if k.is_empty() {
-                return Err(ConfigError::BadOverride(kv.clone()));
-            }
-            props.set(k, v.trim().to_string(), format!("--set {k}"));
-        }
-        let flag = |props: &mut Props, key: &str, v: &Option<String>, name: &str| {
-            if let Some(v) = v {
-                props.set(key, v.clone(), name.to_string());
-            }
+        args::apply(&mut props, args)?;
+        let cfg = sections::from_props(&mut props, args.standalone)?;
+        let mut report = LoadReport {
+            conf_file: path.map(Path::to_path_buf),
+            adjusted: props.take_notes(),
+            ..Default::default()
         };
-        if let Some(d) = &args.data_dir {
-            props.set(
-                "journalDirectories",
-                d.join("journal").display().to_string(),
-                "--data-dir".into(),
-            );
-            props.set(
-                "ledgerDirectories",
-                d.join("ledgers").display().to_string(),
-                "--data-dir".into(),
-            );
-        }
-        flag(&mut props, "bookiePort", &args.port, "--port");
-        flag(
-            &mut props,
-            "journalDirectories",
-            &args.journal_dirs,
-            "--journal-dirs",
-        );
-        flag(
-            &mut props,
-            "ledgerDirectories",
-            &args.ledger_dirs,
-            "--ledger-dirs",
-        );
-        flag(
-            &mut props,
-            "indexDirectories",
-            &args.index_dirs,
-            "--index-dirs",
-        );
-        flag(
-            &mut props,
-            "metadataServiceUri",
-            &args.metadata_service_uri,
-            "--metadata-service-uri",
-        );
-        if args.zk_servers.is_some() && args.metadata_service_uri.is_none() {
-            // A flag beats the file: --zk-servers must win over a metadataServiceUri in the file.
-            props.set("metadataServiceUri", String::new(), "--zk-servers".into());
-        }
-        flag(&mut props, "zkServers", &args.zk_servers, "--zk-servers");
-        flag(
-            &mut props,
-            "zkLedgersRootPath",
-            &args.zk_ledgers_root_path,
-            "--zk-ledgers-root-path",
-        );
-        flag(
-            &mut props,
-            "prometheusStatsHttpPort",
-            &args.metrics_port,
-            "--metrics-port",
-        );
-        flag(&mut props, "httpServerPort", &args.http_port, "--http-port");
-        flag(&mut props, "bookieId", &args.bookie_id, "--bookie-id");
-        flag(
-            &mut props,
-            "advertisedAddress",
-            &args.advertised_address,
-            "--advertised-address",
-        );
-        if args.allow_loopback {
-            props.set("allowLoopback", "true".into(), "--allow-loopback".into());
-        }
-        if args.readonly {
-            props.set("forceReadOnlyBookie", "true".into(), "--readonly".into());
-        }
-
-        let cfg = Self::from_props(&mut props, args.standalone)?;
-
-        for key in props.values.keys() {
-            if props.used.contains(key) {
-                continue;
-            }
-            if IGNORED_KEYS.contains(&key.as_str()) || key.starts_with("dbStorage_rocksDB_") {
-                report.ignored_keys.push(key.clone());
-            } else {
-                report.unknown_keys.push(key.clone());
-            }
-        }
+        keys::classify_unused(&props, &mut report);
         Ok((cfg, report))
-    }
-
-    fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig, ConfigError> {
-        const MIB: u64 = 1 << 20;
-        // Features whose silent absence would downgrade security: refuse to start.
-        for key in ["tlsProviderFactoryClass", "bookieAuthProviderFactoryClass"] {
-            if let Some(v) = p.string(key) {
-                return Err(ConfigError::Unsupported {
-                    key: key.into(),
-                    reason: format!("\"{v}\" is set but bookie-rs supports neither TLS nor authentication; unset it"),
-                });
-            }
-        }
-        if p.bool("zkEnableSecurity", false)? {
-            return Err(ConfigError::Unsupported {
-                key: "zkEnableSecurity".into(),
-                reason: "ZooKeeper ACL security (SASL) is not supported by bookie-rs".into(),
-            });
-        }
-
-        // ---- metadata ----
-        let zk_timeout = Duration::from_millis(p.u64_min("zkTimeout", 10_000, 1)?);
-        let uri = p.raw("metadataServiceUri");
-        let zk_servers = p.raw("zkServers");
-        let root = p
-            .raw("zkLedgersRootPath")
-            .unwrap_or(("/ledgers".into(), "default".into()));
-        let metadata_service = if standalone {
-            None
-        } else if let Some((v, origin)) = uri {
-            Some(
-                MetadataServiceUri::parse(&v)
-                    .map_err(|r| Props::invalid("metadataServiceUri", &v, &origin, r))?,
-            )
-        } else if let Some((v, origin)) = zk_servers {
-            metadata_uri::normalise_root(&root.0)
-                .map_err(|r| Props::invalid("zkLedgersRootPath", &root.0, &root.1, r))?;
-            Some(
-                MetadataServiceUri::from_zk_servers(&v, &root.0)
-                    .map_err(|r| Props::invalid("zkServers", &v, &origin, r))?,
-            )
-        } else {
-            return Err(ConfigError::Unsupported {
-                key: "metadataServiceUri".into(),
-                reason: "neither metadataServiceUri nor zkServers is set; set one, or run with --standalone".into(),
-            });
-        };
-
-        // ---- network ----
-        let allow_ephemeral_ports = p.bool("allowEphemeralPorts", false)?;
-        let bookie_port = p.port("bookiePort", 3181)?;
-        if bookie_port == 0 && !allow_ephemeral_ports {
-            let origin = p
-                .values
-                .get("bookiePort")
-                .map(|(_, o)| o.clone())
-                .unwrap_or_default();
-            return Err(Props::invalid(
-                "bookiePort",
-                "0",
-                &origin,
-                "port 0 needs allowEphemeralPorts=true",
-            ));
-        }
-        let netty_max_frame_size_bytes =
-            p.int("nettyMaxFrameSizeBytes", 5_242_880, 1024, i32::MAX as i64)? as u32;
-        let opt_limit = |n: u32| if n == 0 { None } else { Some(n) };
-
-        // ---- directories ----
-        let journal_dirs = match p.dirs("journalDirectories")? {
-            Some(d) => {
-                p.used.insert("journalDirectory".into());
-                d
-            }
-            None => p
-                .dirs("journalDirectory")?
-                .unwrap_or_else(|| vec![PathBuf::from("/tmp/bk-txn")]),
-        };
-        let ledger_dirs = p
-            .dirs("ledgerDirectories")?
-            .unwrap_or_else(|| vec![PathBuf::from("/tmp/bk-data")]);
-        let index_dirs = p.dirs("indexDirectories")?;
-
-        // ---- journal ----
-        let journal_alignment_size_bytes = p.u64_min("journalAlignmentSize", 512, 512)?;
-        if journal_alignment_size_bytes % 512 != 0 {
-            let (v, o) = p
-                .values
-                .get("journalAlignmentSize")
-                .cloned()
-                .unwrap_or_default();
-            return Err(Props::invalid(
-                "journalAlignmentSize",
-                &v,
-                &o,
-                "must be a multiple of 512",
-            ));
-        }
-        let journal_pre_alloc_size_bytes = p.size("journalPreAllocSizeMB", 16, MIB, 1)?;
-        if journal_pre_alloc_size_bytes % journal_alignment_size_bytes != 0 {
-            let (v, o) = p
-                .values
-                .get("journalPreAllocSizeMB")
-                .cloned()
-                .unwrap_or_default();
-            return Err(Props::invalid(
-                "journalPreAllocSizeMB",
-                &v,
-                &o,
-                format!(
-                    "must be a multiple of journalAlignmentSize ({journal_alignment_size_bytes})"
-                ),
-            ));
-        }
-        let buffered_entries = p.u64_min("journalBufferedEntriesThreshold", 0, 0)?;
-        let buffered_entries = if buffered_entries == 0 {
-            // journalMaxGroupedEntriesToCommit is not a Java key; accepted as an alias.
-            p.u64_min("journalMaxGroupedEntriesToCommit", 0, 0)?
-        } else {
-            p.used.insert("journalMaxGroupedEntriesToCommit".into());
-            buffered_entries
-        };
-        let journal_max_memory = p.u64_min("journalMaxMemorySizeMb", 0, 0)?;
-
-        // ---- ledger storage ----
-        let entry_log_size_limit_bytes = p.int("logSizeLimit", 1 << 30, 1 << 20, 1 << 30)? as u64;
-        let cache_default = default_cache_bytes() / MIB;
-        let read_ahead_batch_bytes =
-            p.int("dbStorage_readAheadCacheBatchBytesSize", -1, -1, i64::MAX)?;
-        let flush_entrylog_bytes = p.u64_min("flushEntrylogBytes", 0, 0)?;
-
-        // ---- GC ----
-        let compaction_rate = p.u64_min("compactionRate", 1000, 1)?;
-        // Java: a threshold <= 0 or an interval <= 0 disables that compaction; a threshold
-        // above 1 is invalid.
-        let minor_compaction_threshold =
-            p.fraction("minorCompactionThreshold", 0.2, f64::MIN, 1.0, false)?;
-        let major_compaction_threshold =
-            p.fraction("majorCompactionThreshold", 0.8, f64::MIN, 1.0, false)?;
-        let enabled_interval = |secs: i64, threshold: f64| {
-            if secs <= 0 || threshold <= 0.0 {
-                None
-            } else {
-                Some(Duration::from_secs(secs as u64))
-            }
-        };
-        let minor_compaction_interval = enabled_interval(
-            p.int("minorCompactionInterval", 3600, i64::MIN, i64::MAX)?,
-            minor_compaction_threshold,
-        );
-        let major_compaction_interval = enabled_interval(
-            p.int("majorCompactionInterval", 86400, i64::MIN, i64::MAX)?,
-            major_compaction_threshold,
-        );
-        if let (Some(minor), Some(major)) = (minor_compaction_interval, major_compaction_interval) {
-            if minor >= major || minor_compaction_threshold >= major_compaction_threshold {
-                let (v, o) = p
-                    .values
-                    .get("minorCompactionThreshold")
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(Props::invalid(
-                    "minorCompactionThreshold",
-                    &v,
-                    &o,
-                    "minor compaction must have a smaller threshold and a shorter interval than major compaction",
-                ));
-            }
-        }
-        let ms_opt = |v: i64| {
-            if v < 0 {
-                None
-            } else {
-                Some(Duration::from_millis(v as u64))
-            }
-        };
-        let minor_max = ms_opt(p.int("minorCompactionMaxTimeMillis", -1, -1, i64::MAX)?);
-        let major_max = ms_opt(p.int("majorCompactionMaxTimeMillis", -1, -1, i64::MAX)?);
-
-        // ---- disks ----
-        let disk_usage_threshold = p.fraction("diskUsageThreshold", 0.95, 0.0, 1.0, true)?;
-        let disk_usage_warn_threshold =
-            p.fraction("diskUsageWarnThreshold", 0.90, 0.0, 1.0, true)?;
-        if disk_usage_warn_threshold > disk_usage_threshold {
-            let (v, o) = p
-                .values
-                .get("diskUsageWarnThreshold")
-                .cloned()
-                .unwrap_or_default();
-            return Err(Props::invalid(
-                "diskUsageWarnThreshold",
-                &v,
-                &o,
-                "must not exceed diskUsageThreshold",
-            ));
-        }
-        let disk_usage_lwm_threshold = p.fraction(
-            "diskUsageLwmThreshold",
-            disk_usage_threshold,
-            0.0,
-            1.0,
-            true,
-        )?;
-        if disk_usage_lwm_threshold > disk_usage_threshold {
-            let (v, o) = p
-                .values
-                .get("diskUsageLwmThreshold")
-                .cloned()
-                .unwrap_or_default();
-            return Err(Props::invalid(
-                "diskUsageLwmThreshold",
-                &v,
-                &o,
-                "must not exceed diskUsageThreshold",
-            ));
-        }
-        let min_entry_log = p.u64_min(
-            "minUsableSizeForEntryLogCreation",
-            entry_log_size_limit_bytes,
-            0,
-        )?;
-
-        Ok(BookieConfig {
-            standalone,
-            metadata_service,
-            zk_timeout,
-            bookie_port,
-            listening_interface: p.string("listeningInterface"),
-            advertised_address: p.string("advertisedAddress"),
-            use_host_name_as_bookie_id: p.bool("useHostNameAsBookieID", false)?,
-            use_short_host_name: p.bool("useShortHostName", false)?,
-            bookie_id: p.string("bookieId"),
-            allow_loopback: p.bool("allowLoopback", false)?,
-            allow_ephemeral_ports,
-            server_tcp_no_delay: p.bool("serverTcpNoDelay", true)?,
-            server_sock_keepalive: p.bool("serverSockKeepalive", true)?,
-            netty_max_frame_size_bytes,
-            max_pending_add_requests_per_thread: p.u32_min(
-                "maxPendingAddRequestsPerThread",
-                10_000,
-                1,
-            )?,
-            max_pending_read_requests_per_thread: p.u32_min(
-                "maxPendingReadRequestsPerThread",
-                10_000,
-                1,
-            )?,
-            max_adds_in_progress_limit: opt_limit(p.u32_min("maxAddsInProgressLimit", 0, 0)?),
-            max_reads_in_progress_limit: opt_limit(p.u32_min("maxReadsInProgressLimit", 0, 0)?),
-            num_add_worker_threads: p.u32_min("numAddWorkerThreads", 1, 0)?,
-            num_read_worker_threads: p.u32_min("numReadWorkerThreads", 8, 0)?,
-            max_batch_read_size_bytes: p.u64_min("maxBatchReadSize", 5_242_880, 1)?,
-            journal_dirs,
-            ledger_dirs,
-            index_dirs,
-            allow_storage_expansion: p.bool("allowStorageExpansion", false)?,
-            journal_format_version_to_write: p.int("journalFormatVersionToWrite", 6, 1, 6)? as u32,
-            journal_max_size_bytes: p.size("journalMaxSizeMB", 2048, MIB, 1)?,
-            journal_max_backups: p.u32_min("journalMaxBackups", 5, 0)?,
-            journal_pre_alloc_size_bytes,
-            journal_write_buffer_size_bytes: p.size("journalWriteBufferSizeKB", 64, 1024, 1)?,
-            journal_remove_from_page_cache: p.bool("journalRemoveFromPageCache", true)?,
-            journal_write_data: p.bool("journalWriteData", true)?,
-            journal_sync_data: p.bool("journalSyncData", true)?,
-            journal_adaptive_group_writes: p.bool("journalAdaptiveGroupWrites", true)?,
-            journal_max_group_wait: p.millis("journalMaxGroupWaitMSec", 2)?,
-            journal_keys_set: JournalKeysSet {
-                max_group_wait: p.values.contains_key("journalMaxGroupWaitMSec"),
-                max_size: p.values.contains_key("journalMaxSizeMB"),
-                max_backups: p.values.contains_key("journalMaxBackups"),
-            },
-            journal_buffered_writes_threshold_bytes: p.u64_min(
-                "journalBufferedWritesThreshold",
-                524_288,
-                0,
-            )?,
-            journal_buffered_entries_threshold: if buffered_entries == 0 {
-                None
-            } else {
-                Some(buffered_entries)
-            },
-            journal_flush_when_queue_empty: p.bool("journalFlushWhenQueueEmpty", false)?,
-            journal_alignment_size_bytes,
-            journal_queue_size: p.u32_min("journalQueueSize", 10_000, 1)?,
-            journal_max_memory_size_bytes: if journal_max_memory == 0 {
-                None
-            } else {
-                Some(journal_max_memory.saturating_mul(MIB))
-            },
-            journal_page_cache_flush_interval: p
-                .millis("journalPageCacheFlushIntervalMSec", 1000)?,
-            journal_reuse_files: p.bool("journalReuseFiles", false)?,
-            skip_replay_journal_invalid_record: p.bool("skipReplayJournalInvalidRecord", false)?,
-            ledger_storage_class: p.string_or(
-                "ledgerStorageClass",
-                "org.apache.bookkeeper.bookie.SortedLedgerStorage",
-            ),
-            write_cache_max_size_bytes: p.size(
-                "dbStorage_writeCacheMaxSizeMb",
-                cache_default,
-                MIB,
-                1,
-            )?,
-            read_ahead_cache_max_size_bytes: p.size(
-                "dbStorage_readAheadCacheMaxSizeMb",
-                cache_default,
-                MIB,
-                1,
-            )?,
-            read_ahead_cache_batch_size: p.u32_min("dbStorage_readAheadCacheBatchSize", 100, 1)?,
-            read_ahead_cache_batch_bytes: if read_ahead_batch_bytes <= 0 {
-                None
-            } else {
-                Some(read_ahead_batch_bytes as u64)
-            },
-            max_throttle_time: p.millis("dbStorage_maxThrottleTimeMs", 10_000)?,
-            entry_log_size_limit_bytes,
-            entry_log_file_preallocation_enabled: p
-                .bool("entryLogFilePreallocationEnabled", true)?,
-            flush_interval: Duration::from_millis(p.u64_min("flushInterval", 10_000, 1)?),
-            flush_entrylog_bytes: if flush_entrylog_bytes == 0 {
-                None
-            } else {
-                Some(flush_entrylog_bytes)
-            },
-            read_buffer_size_bytes: p.u64_min("readBufferSizeBytes", 512, 1)?,
-            write_buffer_size_bytes: p.u64_min("writeBufferSizeBytes", 65_536, 1)?,
-            gc_wait_time: Duration::from_millis(p.u64_min("gcWaitTime", 600_000, 1)?),
-            gc_overreplicated_ledger_wait_time: p
-                .millis("gcOverreplicatedLedgerWaitTime", 86_400_000)?,
-            verify_metadata_on_gc: p.bool("verifyMetadataOnGC", false)?,
-            minor_compaction_threshold,
-            minor_compaction_interval,
-            major_compaction_threshold,
-            major_compaction_interval,
-            minor_compaction_max_time: minor_max,
-            major_compaction_max_time: major_max,
-            compaction_rate_by_entries: p.u64_min("compactionRateByEntries", compaction_rate, 1)?,
-            compaction_rate_by_bytes: p.u64_min("compactionRateByBytes", 1_000_000, 1)?,
-            is_throttle_by_bytes: p.bool("isThrottleByBytes", false)?,
-            compaction_max_outstanding_requests: p.u64_min(
-                "compactionMaxOutstandingRequests",
-                100_000,
-                1,
-            )?,
-            force_allow_compaction: p.bool("forceAllowCompaction", false)?,
-            is_force_gc_allow_when_no_space: p.bool("isForceGCAllowWhenNoSpace", false)?,
-            read_only_mode_enabled: p.bool("readOnlyModeEnabled", true)?,
-            read_only_mode_on_any_disk_full_enabled: p
-                .bool("readOnlyModeOnAnyDiskFullEnabled", true)?,
-            force_read_only_bookie: p.bool("forceReadOnlyBookie", false)?,
-            persist_bookie_status_enabled: p.bool("persistBookieStatusEnabled", false)?,
-            disk_usage_threshold,
-            disk_usage_warn_threshold,
-            disk_usage_lwm_threshold,
-            disk_check_interval: Duration::from_millis(p.u64_min(
-                "diskCheckInterval",
-                10_000,
-                1,
-            )?),
-            min_usable_size_for_index_file_creation_bytes: p.u64_min(
-                "minUsableSizeForIndexFileCreation",
-                104_857_600,
-                0,
-            )?,
-            min_usable_size_for_entry_log_creation_bytes: min_entry_log,
-            min_usable_size_for_high_priority_writes_bytes: p.u64_min(
-                "minUsableSizeForHighPriorityWrites",
-                min_entry_log,
-                0,
-            )?,
-            http_server_enabled: p.bool("httpServerEnabled", false)?,
-            http_server_port: p.port("httpServerPort", 8080)?,
-            http_server_host: p.string_or("httpServerHost", "0.0.0.0"),
-            enable_statistics: p.bool("enableStatistics", true)?,
-            prometheus_stats_http_enable: p.bool("prometheusStatsHttpEnable", true)?,
-            prometheus_stats_http_address: p.string_or("prometheusStatsHttpAddress", "0.0.0.0"),
-            prometheus_stats_http_port: p.port("prometheusStatsHttpPort", 8000)?,
-        })
     }
 
     /// Index directories in effect: the configured ones, else the ledger directories.
@@ -1228,10 +441,14 @@ mod tests {
         assert_eq!(c.journal_dirs, vec![PathBuf::from("/tmp/bk-txn")]);
         assert_eq!(c.ledger_dirs, vec![PathBuf::from("/tmp/bk-data")]);
         assert_eq!(c.index_dirs, None);
-        assert_eq!(c.netty_max_frame_size_bytes, 5_242_880);
+        // Deliberately Pulsar's shipped 5,253,120, not Java's 5,242,880 (sections.rs).
+        assert_eq!(c.netty_max_frame_size_bytes, 5_253_120);
+        assert!(report.adjusted.is_empty(), "{report:?}");
         assert_eq!(c.zk_timeout, Duration::from_millis(10_000));
         assert_eq!(c.journal_format_version_to_write, 6);
-        assert_eq!(c.journal_max_group_wait, Duration::from_millis(2));
+        assert_eq!(c.journal_max_group_wait, None, "greedy unless set");
+        assert_eq!(c.journal_max_size_bytes, None);
+        assert_eq!(c.journal_max_backups, None);
         assert_eq!(c.journal_buffered_writes_threshold_bytes, 524_288);
         assert_eq!(c.journal_alignment_size_bytes, 512);
         assert_eq!(c.journal_pre_alloc_size_bytes, 16 << 20);
@@ -1476,7 +693,7 @@ someTypoKey=1
         assert_eq!(c.read_ahead_cache_batch_bytes, None);
         assert_eq!(c.minor_compaction_max_time, None);
         assert_eq!(c.major_compaction_max_time, Some(Duration::from_secs(2)));
-        assert_eq!(c.journal_max_size_bytes, 1 << 20);
+        assert_eq!(c.journal_max_size_bytes, Some(1 << 20));
         assert_eq!(c.journal_write_buffer_size_bytes, 8 << 10);
         assert!(c.use_host_name_as_bookie_id);
     }
@@ -1563,7 +780,9 @@ someTypoKey=1
         let path = dir.path().join("bk_server.conf");
         std::fs::write(
             &path,
-            format!("{ZK}typoKey=1\nserverNumIOThreads=4\ntypoKey=2\n"),
+            format!(
+                "{ZK}typoKey=1\nserverNumIOThreads=4\ntypoKey=2\nnettyMaxFrameSizeBytes=5242880\n"
+            ),
         )
         .unwrap();
         let out = Captured::default();
@@ -1582,6 +801,12 @@ someTypoKey=1
         assert!(log.contains("typoKey"));
         assert_eq!(log.matches("has no effect").count(), 1, "{log}");
         assert!(log.contains("serverNumIOThreads"));
+        assert_eq!(
+            log.matches("nettyMaxFrameSizeBytes=5242880 is below")
+                .count(),
+            1,
+            "a raised frame limit is named once: {log}"
+        );
         assert!(
             log.contains("set twice"),
             "duplicate keys are reported: {log}"

@@ -1,5 +1,6 @@
-//! Journal configuration: [`JournalConfig`] and the mapping from the stock
-//! `bk_server.conf` journal keys ([`StockJournalKeys`]).
+//! Journal configuration: [`JournalConfig`]. The stock `bk_server.conf` journal keys are
+//! read and mapped onto it by the bookie (`bookie/src/config/mapping.rs`), nowhere else;
+//! the field docs name the keys that set them.
 //!
 //! Invariant: a config that passes `validate` keeps every group inside one segment
 //! (records larger than a segment are refused) and every budget non-zero.
@@ -16,7 +17,7 @@ pub struct JournalConfig {
     /// soon as the device is free (the natural batching of one group in flight).
     /// Some(d): with the device free, hold a group until a cap is reached or its
     /// oldest record waited `d` (the Java behaviour; adds up to `d` latency).
-    /// The bookie maps the stock key to Some only when it is set explicitly > 0 and
+    /// The bookie's configuration is Some only when the key is set explicitly > 0 and
     /// `journalFlushWhenQueueEmpty` is false.
     pub group_wait_max: Option<Duration>,
     /// `journalBufferedWritesThreshold` (default 512 KiB): cap on the record bytes of
@@ -56,75 +57,7 @@ impl Default for JournalConfig {
     }
 }
 
-/// The stock `bk_server.conf` journal keys, as the bookie read them (None: absent).
-#[derive(Clone, Debug, Default)]
-pub struct StockJournalKeys {
-    /// `journalMaxGroupWaitMSec`
-    pub journal_max_group_wait_msec: Option<i64>,
-    /// `journalFlushWhenQueueEmpty`
-    pub journal_flush_when_queue_empty: Option<bool>,
-    /// `journalBufferedWritesThreshold` (bytes)
-    pub journal_buffered_writes_threshold: Option<u64>,
-    /// `journalMaxGroupedEntriesToCommit` (or `journalBufferedEntriesThreshold`)
-    pub journal_max_grouped_entries_to_commit: Option<u64>,
-    /// `journalMaxSizeMB`
-    pub journal_max_size_mb: Option<u64>,
-    /// `journalMaxMemorySizeMb`
-    pub journal_max_memory_size_mb: Option<u64>,
-    /// `journalQueueSize`
-    pub journal_queue_size: Option<u64>,
-    /// `journalMaxBackups`
-    pub journal_max_backups: Option<u64>,
-}
-
 impl JournalConfig {
-    /// Maps the stock keys onto a config (defaults for absent keys):
-    /// - group wait: greedy unless `journalMaxGroupWaitMSec` is set > 0 and
-    ///   `journalFlushWhenQueueEmpty` is not true (the Java default 2 ms is not
-    ///   applied when the key is absent: on a free device it is pure latency);
-    /// - `journalMaxSizeMB` is the segment size, capped at 256 MiB (segments are reused,
-    ///   so a smaller size only means more, cheaper recycling);
-    /// - `journalMaxBackups` is the number of free segments kept for reuse.
-    pub fn from_stock(k: &StockJournalKeys) -> JournalConfig {
-        let d = JournalConfig::default();
-        let wait = match (
-            k.journal_max_group_wait_msec,
-            k.journal_flush_when_queue_empty,
-        ) {
-            (Some(ms), flush) if ms > 0 && flush != Some(true) => {
-                Some(Duration::from_millis(ms as u64))
-            }
-            _ => None,
-        };
-        let mb = |v: u64| (v.saturating_mul(1 << 20)) as usize;
-        JournalConfig {
-            group_wait_max: wait,
-            group_bytes_max: k
-                .journal_buffered_writes_threshold
-                .filter(|v| *v > 0)
-                .map_or(d.group_bytes_max, |v| v as usize),
-            group_records_max: k
-                .journal_max_grouped_entries_to_commit
-                .map_or(d.group_records_max, |v| v as usize),
-            segment_bytes: k
-                .journal_max_size_mb
-                .filter(|v| *v >= 1)
-                .map_or(d.segment_bytes, |v| (v << 20).min(256 << 20)),
-            in_flight_bytes_max: k
-                .journal_max_memory_size_mb
-                .filter(|v| *v > 0)
-                .map_or(d.in_flight_bytes_max, mb),
-            queue_records_max: k
-                .journal_queue_size
-                .filter(|v| *v > 0)
-                .map_or(d.queue_records_max, |v| v as usize),
-            free_segments_max: k
-                .journal_max_backups
-                .map_or(d.free_segments_max, |v| v as usize),
-            direct_io: d.direct_io,
-        }
-    }
-
     pub(crate) fn validate(&self) -> Result<(), JournalError> {
         let bad = |m: &str| Err(JournalError::InvalidInput(m.to_string()));
         if !self.segment_bytes.is_multiple_of(SECTOR as u64)
@@ -163,29 +96,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stock_keys_map_onto_the_config() {
-        let c = JournalConfig::from_stock(&StockJournalKeys::default());
+    fn default_config_is_valid_and_greedy() {
+        let c = JournalConfig::default();
         assert_eq!(c.group_wait_max, None);
         assert_eq!(c.group_bytes_max, 512 * 1024);
-        let c = JournalConfig::from_stock(&StockJournalKeys {
-            journal_max_group_wait_msec: Some(1),
-            journal_buffered_writes_threshold: Some(65536),
-            journal_max_grouped_entries_to_commit: Some(100),
-            journal_max_size_mb: Some(2048),
-            journal_queue_size: Some(500),
-            ..StockJournalKeys::default()
-        });
-        assert_eq!(c.group_wait_max, Some(Duration::from_millis(1)));
-        assert_eq!(c.group_bytes_max, 65536);
-        assert_eq!(c.group_records_max, 100);
-        assert_eq!(c.segment_bytes, 256 << 20);
-        assert_eq!(c.queue_records_max, 500);
         assert!(c.validate().is_ok());
-        let c = JournalConfig::from_stock(&StockJournalKeys {
-            journal_max_group_wait_msec: Some(2),
-            journal_flush_when_queue_empty: Some(true),
-            ..StockJournalKeys::default()
-        });
-        assert_eq!(c.group_wait_max, None);
+        let bad = JournalConfig {
+            queue_records_max: 0,
+            ..JournalConfig::default()
+        };
+        assert!(bad.validate().is_err());
     }
 }

@@ -17,7 +17,7 @@
 //! - `segments`: segment files (pre-written with zeros, recycled after checkpoint);
 //! - `committer`: the committer thread driving `GroupCommit` over a `Disk`;
 //! - [`journal`]: the runtime API the bookie calls ([`Journal`]);
-//! - `config`: [`JournalConfig`] and the stock-key mapping;
+//! - `config`: [`JournalConfig`] (the bookie maps the stock keys onto it);
 //! - `open`: opening one directory (replay, resync, recycle, where to resume);
 //! - [`metrics`]: counters and histograms the bookie exports;
 //! - `fuzz_support`: the fuzz harnesses (also run on stable by a property test).
@@ -45,7 +45,7 @@ mod segments;
 /// The `bytes` crate the API is expressed in (re-exported for callers without it).
 pub use bytes;
 pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};
-pub use config::{JournalConfig, StockJournalKeys};
+pub use config::JournalConfig;
 pub use error::{FormatError, JournalError};
 pub use journal::{AppendFuture, DiskFactory, Driver, Journal, JournalMark};
 pub use metrics::{JournalMetrics, MetricsSnapshot};

@@ -11,24 +11,22 @@
 //!    checkpoint, shut the journal and entry log down, unregister, exit 0. A lost
 //!    ZooKeeper registration or a fatal storage error exits non-zero.
 
-use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::mapping::{server_config, storage_config};
 use crate::config::BookieConfig;
 use crate::handlers::Status;
 use crate::handlers::{Bookie, BookieOptions};
 use crate::metrics::{self, Counter, Gauge, Metrics, ServerStatus};
 use crate::registration::{self, Registration};
-use crate::server::limits::LimitsConfig;
-use crate::server::{RequestKind, RequestObserver, Server, ServerConfig};
-use crate::storage::real::{self, RealStorage, RealStorageConfig};
+use crate::server::{RequestKind, RequestObserver, Server};
+use crate::storage::real::{self, RealStorage};
 use crate::storage::{exit_on_fatal, StorageError};
 
-/// Sub-directory the bookie owns inside every configured directory (Java layout).
-pub const CURRENT_DIR: &str = "current";
+pub use crate::config::mapping::CURRENT_DIR;
 
 /// Why the bookie stopped.
 #[derive(Debug, thiserror::Error)]
@@ -43,78 +41,6 @@ pub enum NodeError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Fatal(String),
-}
-
-/// The settings the request path takes from the configuration.
-pub fn server_config(cfg: &BookieConfig) -> ServerConfig {
-    let ip = cfg
-        .listening_interface
-        .as_deref()
-        .and_then(|s| s.parse::<IpAddr>().ok())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let limits = LimitsConfig::from_stock(
-        cfg.max_adds_in_progress_limit.unwrap_or(0) as usize,
-        cfg.max_reads_in_progress_limit.unwrap_or(0) as usize,
-        cfg.max_pending_add_requests_per_thread as usize,
-        cfg.max_pending_read_requests_per_thread as usize,
-        0,
-    );
-    ServerConfig {
-        bind: SocketAddr::new(ip, cfg.bookie_port),
-        // Never below Pulsar's frame size: a stock broker sends 5,253,120-byte frames even
-        // when bk_server.conf keeps Java's 5 MiB default.
-        max_frame_bytes: (cfg.netty_max_frame_size_bytes as usize)
-            .max(bk_proto::frame::PULSAR_MAX_FRAME_BYTES),
-        tcp_nodelay: cfg.server_tcp_no_delay,
-        limits,
-        ..ServerConfig::default()
-    }
-}
-
-fn current(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    dirs.iter().map(|d| d.join(CURRENT_DIR)).collect()
-}
-
-/// Storage settings from the configuration.
-pub fn storage_config(cfg: &BookieConfig) -> RealStorageConfig {
-    // Group wait, segment size and free segments follow the stock keys only when the
-    // configuration sets them (JournalKeysSet): their Java defaults are not ours.
-    let set = cfg.journal_keys_set;
-    let mut journal = bk_journal::JournalConfig::from_stock(&bk_journal::StockJournalKeys {
-        journal_max_group_wait_msec: set
-            .max_group_wait
-            .then_some(cfg.journal_max_group_wait.as_millis() as i64),
-        journal_flush_when_queue_empty: Some(cfg.journal_flush_when_queue_empty),
-        journal_max_size_mb: set.max_size.then_some(cfg.journal_max_size_bytes >> 20),
-        journal_max_backups: set.max_backups.then_some(cfg.journal_max_backups as u64),
-        ..Default::default()
-    });
-    journal.group_bytes_max = cfg.journal_buffered_writes_threshold_bytes.max(4096) as usize;
-    journal.group_records_max = cfg.journal_buffered_entries_threshold.unwrap_or(0) as usize;
-    journal.queue_records_max = cfg.journal_queue_size.max(1) as usize;
-    if let Some(bytes) = cfg.journal_max_memory_size_bytes {
-        journal.in_flight_bytes_max = (bytes as usize).max(8 << 20);
-    }
-    // A segment must hold the largest record: one frame plus the journal's headers.
-    let min_segment = (cfg.netty_max_frame_size_bytes as u64 + (1 << 20)).next_multiple_of(4096);
-    journal.segment_bytes = journal.segment_bytes.max(min_segment);
-    let entry_log = bk_entrylog::EntryLogConfig {
-        write_cache_bytes: cfg.write_cache_max_size_bytes as usize,
-        read_cache_bytes: cfg.read_ahead_cache_max_size_bytes as usize,
-        readahead_entries: cfg.read_ahead_cache_batch_size as usize,
-        max_throttle: cfg.max_throttle_time,
-        disk_usage_threshold: cfg.disk_usage_threshold,
-        disk_usage_warn_threshold: cfg.disk_usage_warn_threshold,
-        disk_usage_lwm_threshold: cfg.disk_usage_lwm_threshold,
-        ..bk_entrylog::EntryLogConfig::default()
-    };
-    RealStorageConfig {
-        journal_dirs: current(&cfg.journal_dirs),
-        ledger_dirs: current(&cfg.ledger_dirs),
-        journal,
-        entry_log,
-        disk: bk_disk::DiskConfig::default(),
-    }
 }
 
 fn create_dirs(disk: &mut dyn bk_disk::Disk, dirs: &[PathBuf]) -> Result<(), NodeError> {
@@ -564,48 +490,5 @@ fn status_of(read_only: bool) -> ServerStatus {
         ServerStatus::ReadOnly
     } else {
         ServerStatus::Writable
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::BookieArgs;
-    use std::time::Duration;
-
-    fn journal_of(text: &str) -> bk_journal::JournalConfig {
-        let args = BookieArgs {
-            standalone: true,
-            ..Default::default()
-        };
-        let (cfg, _) = BookieConfig::from_text_and_args(Some(text), None, &args).unwrap();
-        storage_config(&cfg).journal
-    }
-
-    #[test]
-    fn journal_sizing_keys_apply_only_when_set() {
-        // Absent: greedy group commit, 128 MiB segments, 2 free segments, whatever
-        // Java's defaults (2 ms, 2048 MB, 5) would say.
-        let d = journal_of("");
-        assert_eq!(d.group_wait_max, None);
-        assert_eq!(d.segment_bytes, 128 << 20);
-        assert_eq!(d.free_segments_max, 2);
-        // Set: applied (the segment size capped at 256 MiB).
-        let s =
-            journal_of("journalMaxGroupWaitMSec=3\njournalMaxSizeMB=4096\njournalMaxBackups=7\n");
-        assert_eq!(s.group_wait_max, Some(Duration::from_millis(3)));
-        assert_eq!(s.segment_bytes, 256 << 20);
-        assert_eq!(s.free_segments_max, 7);
-        // journalFlushWhenQueueEmpty=true keeps group commit greedy, as in Java.
-        let f = journal_of("journalMaxGroupWaitMSec=3\njournalFlushWhenQueueEmpty=true\n");
-        assert_eq!(f.group_wait_max, None);
-        // A segment always holds one frame (5 MiB chunks) plus headers.
-        let small = journal_of("journalMaxSizeMB=1\n");
-        assert!(small.segment_bytes >= 5_242_880 + (1 << 20));
-        assert_eq!(small.segment_bytes % 4096, 0);
-        // The other journal keys keep their mapping.
-        let q = journal_of("journalQueueSize=77\njournalBufferedWritesThreshold=100\n");
-        assert_eq!(q.queue_records_max, 77);
-        assert_eq!(q.group_bytes_max, 4096);
     }
 }
