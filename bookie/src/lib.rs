@@ -14,6 +14,7 @@ pub mod cookie;
 pub mod gc_scan;
 pub mod handlers;
 pub mod metrics;
+pub mod node;
 pub mod registration;
 pub mod server;
 pub mod storage;
