@@ -447,7 +447,7 @@ async fn gc_loop(
         .await;
         match result {
             Ok(Some(Ok(report))) => {
-                if report.deleted_ledgers > 0 {
+                if !report.deleted_ledgers.is_empty() {
                     let after: std::collections::HashSet<u64> = storage
                         .entry_log
                         .with_log(|log| log.ledgers())
@@ -458,7 +458,7 @@ async fn gc_loop(
                         bookie.forget_ledger(id as i64);
                     }
                 }
-                if report.deleted_ledgers > 0 || report.removed_segments > 0 {
+                if !report.deleted_ledgers.is_empty() || report.removed_segments > 0 {
                     tracing::info!(?report, "GC round done");
                 } else {
                     tracing::debug!(?report, "GC round done");

@@ -21,10 +21,10 @@ pub struct GcScanToken(pub(crate) u64);
 impl EntryLog {
     /// Deletes one ledger now and makes the deletion durable before returning.
     pub fn delete_ledger(&self, ledger: u64) -> Result<bool> {
-        let n = self.shared.delete_ledgers(&[ledger]);
+        let deleted = self.shared.delete_ledgers(&[ledger]);
         self.shared.persist_state(false)?;
         self.shared.remove_dead_segments()?;
-        Ok(n == 1)
+        Ok(deleted.len() == 1)
     }
 
     /// Starts a GC scan: ledgers first seen after this call are kept by `gc`.
@@ -49,7 +49,7 @@ impl EntryLog {
                 .collect()
         };
         let deleted = self.shared.delete_ledgers_if(&victims, token);
-        if deleted > 0 {
+        if !deleted.is_empty() {
             self.shared.persist_state(false)?;
         }
         let (removed, reclaimed) = self.shared.remove_dead_segments()?;
@@ -66,12 +66,12 @@ impl EntryLog {
 }
 
 impl Shared {
-    pub(crate) fn delete_ledgers(&self, ledgers: &[u64]) -> usize {
+    pub(crate) fn delete_ledgers(&self, ledgers: &[u64]) -> Vec<u64> {
         self.delete_ledgers_if(ledgers, GcScanToken(u64::MAX))
     }
 
-    /// Deletes ledgers created before `token`; returns how many were deleted.
-    pub(crate) fn delete_ledgers_if(&self, ledgers: &[u64], token: GcScanToken) -> usize {
+    /// Deletes ledgers created before `token`; returns the ids deleted, ascending.
+    pub(crate) fn delete_ledgers_if(&self, ledgers: &[u64], token: GcScanToken) -> Vec<u64> {
         let mut dropped = HashSet::new();
         {
             let mut g = self.inner.lock();
@@ -93,7 +93,9 @@ impl Shared {
         }
         self.read_cache.lock().remove_ledgers(&dropped);
         M::add(&self.metrics.deleted_ledger_total, dropped.len() as u64);
-        dropped.len()
+        let mut deleted: Vec<u64> = dropped.into_iter().collect();
+        deleted.sort_unstable();
+        deleted
     }
 
     /// Closes every reader's handle on a segment, then removes the file.

@@ -3,7 +3,9 @@
 /// What a GC pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcReport {
-    pub deleted_ledgers: usize,
+    /// The ledgers this pass deleted, ascending (the bookie drops their in-memory
+    /// state and logs them).
+    pub deleted_ledgers: Vec<u64>,
     pub removed_segments: usize,
     pub reclaimed_bytes: u64,
 }
