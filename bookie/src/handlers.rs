@@ -92,8 +92,11 @@ impl From<&StorageError> for Status {
             StorageError::Invalid(_) => Status::BadRequest,
             StorageError::MasterKeyConflict(_)
             | StorageError::Corruption(_)
-            | StorageError::Io(_)
-            | StorageError::JournalFailed(_) => Status::Io,
+            | StorageError::EntryLog(_)
+            | StorageError::Journal(_)
+            | StorageError::Replay(_)
+            | StorageError::Lost(_)
+            | StorageError::Io(_) => Status::Io,
         }
     }
 }
@@ -590,9 +593,9 @@ impl Bookie {
                     let done = rx
                         .wait_for(|r| r.is_some())
                         .await
-                        .map_err(|_| StorageError::JournalFailed("fence waiter lost".into()))?;
+                        .map_err(|_| StorageError::Lost("fence durability waiter"))?;
                     done.clone()
-                        .unwrap_or(Err(StorageError::JournalFailed("no fence result".into())))
+                        .unwrap_or(Err(StorageError::Lost("fence result")))
                 }),
             })
         })
@@ -656,7 +659,7 @@ impl Bookie {
             return Box::pin(async move {
                 let read = blocking(move || me.read_entry(ledger, entry))
                     .await
-                    .unwrap_or_else(|| Err(StorageError::Io("read task failed".into())));
+                    .unwrap_or_else(|| Err(StorageError::Lost("read task")));
                 match read {
                     Err(e) => err(Status::from(&e)),
                     Ok(body) => match fence_durable.await {

@@ -40,8 +40,15 @@ pub const METAENTRY_ID_FENCE_KEY: i64 = -0x2000;
 pub const METAENTRY_ID_FORCE_LEDGER: i64 = -0x4000;
 pub const METAENTRY_ID_LEDGER_EXPLICITLAC: i64 = -0x8000;
 
-/// Errors of the storage layer, classified the way the handlers answer them.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// Errors of the storage layer, classified the way the handlers answer them
+/// (`handlers::status` maps each variant to a wire code; nothing else does).
+///
+/// Failures of the journal and the entry log keep their source error (`source()`), so a
+/// log line shows the path, offset or errno where it happened. Invariant 4
+/// (ARCHITECTURE.md): corruption is its own variant and is answered EIO, never ENOENTRY.
+/// `Clone` because one fence's durability is awaited by every read that fenced
+/// (sources that are not `Clone` are shared through an `Arc`).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// The ledger is not known to this bookie.
     #[error("no such ledger {0}")]
@@ -56,21 +63,65 @@ pub enum StorageError {
     /// answered EIO).
     #[error("master key of ledger {0} conflicts with the stored key")]
     MasterKeyConflict(LedgerId),
-    /// The write cache stayed full too long (answered ETOOMANYREQUESTS).
-    #[error("storage throttled: {0}")]
-    Throttled(String),
+    /// The write cache stayed full this long (answered ETOOMANYREQUESTS).
+    #[error("storage throttled: write cache full for {0:?}")]
+    Throttled(Duration),
     /// Stored data failed its checksum or structure check (answered EIO, never ENOENTRY).
-    #[error("corruption: {0}")]
-    Corruption(String),
-    /// An I/O failure (answered EIO).
+    #[error("entry log {0}")]
+    Corruption(#[source] Arc<bk_entrylog::Error>),
+    /// The entry log failed to read or write its files, or is closed (answered EIO).
+    #[error("entry log: {0}")]
+    EntryLog(#[source] Arc<bk_entrylog::Error>),
+    /// The journal failed (fsync, write) or is shut down; a failed fsync is fatal for the
+    /// process (answered EIO).
+    #[error("{0}")]
+    Journal(#[from] bk_journal::JournalError),
+    /// A journal record found at start-up could not be applied to the entry log;
+    /// start-up stops.
+    #[error("replaying journal record: {0}")]
+    Replay(#[source] Box<StorageError>),
+    /// The task or waiter that was to carry a result went away (a panicked blocking
+    /// task, a dropped durability waiter): the outcome is unknown (answered EIO).
+    #[error("{0} was lost")]
+    Lost(&'static str),
+    /// An I/O failure outside the journal and the entry log (statvfs of a ledger
+    /// directory), described in words (answered EIO).
     #[error("I/O error: {0}")]
     Io(String),
-    /// The journal failed (fsync or write); fatal for the process.
-    #[error("journal failed: {0}")]
-    JournalFailed(String),
     /// The request cannot be stored as given (answered EBADREQ).
     #[error("invalid input: {0}")]
     Invalid(String),
+}
+
+impl From<bk_entrylog::Error> for StorageError {
+    /// Ledger-level answers become their own variants; corruption stays corruption.
+    fn from(e: bk_entrylog::Error) -> StorageError {
+        use bk_entrylog::Error as E;
+        match e {
+            E::NoLedger(l) => StorageError::NoLedger(l as i64),
+            E::NoEntry { ledger, entry } => {
+                StorageError::NoEntry(ledger as i64, entry.map_or(-1, |e| e as i64))
+            }
+            E::LedgerDeleted(l) => StorageError::LedgerDeleted(l as i64),
+            E::MasterKeyConflict(l) => StorageError::MasterKeyConflict(l as i64),
+            E::Throttled(d) => StorageError::Throttled(d),
+            E::InvalidInput(s) => StorageError::Invalid(s),
+            e @ E::Corruption { .. } => StorageError::Corruption(Arc::new(e)),
+            e @ (E::Io { .. } | E::Closed) => StorageError::EntryLog(Arc::new(e)),
+        }
+    }
+}
+
+impl StorageError {
+    /// True when the entry log is closed or the journal shut down (orderly shutdown):
+    /// background loops stop on it instead of logging a failure.
+    pub fn is_shut_down(&self) -> bool {
+        match self {
+            StorageError::EntryLog(e) => matches!(**e, bk_entrylog::Error::Closed),
+            StorageError::Journal(e) => matches!(e, bk_journal::JournalError::ShutDown),
+            _ => false,
+        }
+    }
 }
 
 /// Resolves when a journal record is durable (or handed to the OS, for ack-before-sync).
