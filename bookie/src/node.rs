@@ -4,12 +4,16 @@
 //! 1. bookie id, cookie validation (ZooKeeper + directories; directories only when
 //!    standalone) — a failure aborts start-up;
 //! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
-//! 3. port bound, requests served; background flusher (flushInterval), disk-usage
-//!    monitor (diskCheckInterval -> read-only), GC (gcWaitTime; never when standalone);
+//! 3. port bound, requests served (recorded by `request_metrics`); background flusher
+//!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
+//!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
 //! 4. registration in ZooKeeper (writable, or read-only when forced);
 //! 5. on SIGTERM/SIGINT: stop reading requests and drain the ones in flight, flush +
 //!    checkpoint, shut the journal and entry log down, unregister, exit 0. A lost
 //!    ZooKeeper registration or a fatal storage error exits non-zero.
+//!
+//! This file owns assembly and that order only; what each background task does lives
+//! in its own module.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -18,12 +22,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::BookieConfig;
-use crate::handlers::Status;
+use crate::disk_monitor::{self, server_status, DiskMonitorConfig};
+use crate::gc::{self, CompactionSchedule};
 use crate::handlers::{Bookie, BookieOptions};
-use crate::metrics::{self, Counter, Gauge, Metrics, ServerStatus};
+use crate::metrics::{self, Gauge, Metrics, ServerStatus};
 use crate::registration::{self, Registration};
+use crate::request_metrics::MetricsObserver;
 use crate::server::limits::LimitsConfig;
-use crate::server::{RequestKind, RequestObserver, Server, ServerConfig};
+use crate::server::{RequestObserver, Server, ServerConfig};
 use crate::storage::real::{self, RealStorage, RealStorageConfig};
 use crate::storage::{exit_on_fatal, StorageError};
 
@@ -205,25 +211,20 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         stop.clone(),
     )?;
     let registration = registration.map(Arc::new);
-    let monitor = tokio::spawn(disk_monitor(
+    let monitor = tokio::spawn(disk_monitor::disk_monitor(
         storage.clone(),
         bookie.clone(),
         registration.clone(),
         metrics.clone(),
-        cfg.disk_check_interval.max(Duration::from_millis(100)),
-        cfg.read_only_mode_enabled,
-        (
-            cfg.ledger_dirs.clone(),
-            cfg.min_usable_size_for_high_priority_writes_bytes,
-        ),
+        DiskMonitorConfig::from_config(&cfg),
     ));
     let gc = registration.as_ref().map(|reg| {
-        tokio::spawn(gc_loop(
+        tokio::spawn(gc::gc_loop(
             storage.clone(),
             bookie.clone(),
             reg.clone(),
             cfg.gc_wait_time.max(Duration::from_secs(1)),
-            Compaction::from_config(&cfg),
+            CompactionSchedule::from_config(&cfg),
         ))
     });
 
@@ -233,7 +234,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
     }
-    metrics.set_server_status(status_of(bookie.is_read_only()));
+    metrics.set_server_status(server_status(bookie.is_read_only()));
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
     // 5. Wait for a signal or a lost registration.
@@ -284,287 +285,6 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         m.shutdown();
     }
     Ok(exit_code)
-}
-
-/// Every `interval`: asks the entry log for the disk-usage mode and moves the bookie (and
-/// its registration) between writable and read-only (semantics.md §14).
-async fn disk_monitor(
-    storage: Arc<RealStorage>,
-    bookie: Arc<Bookie>,
-    registration: Option<Arc<Registration>>,
-    metrics: Metrics,
-    interval: Duration,
-    read_only_mode_enabled: bool,
-    (ledger_dirs, high_priority_min_free): (Vec<PathBuf>, u64),
-) {
-    let mut tick = tokio::time::interval(interval);
-    loop {
-        tick.tick().await;
-        let st = storage.clone();
-        let mode = tokio::task::spawn_blocking(move || {
-            st.entry_log.with_log(|log| log.check_disk_usage())
-        })
-        .await;
-        let read_only = match mode {
-            Ok(Some(Ok(bk_entrylog::StorageMode::ReadOnly))) => true,
-            Ok(Some(Ok(bk_entrylog::StorageMode::ReadWrite))) => false,
-            Ok(Some(Err(e))) => {
-                tracing::warn!(error = %e, "disk usage check failed");
-                continue;
-            }
-            _ => return,
-        };
-        // High-priority (recovery) writes stay allowed while some ledger dir has room
-        // (minUsableSizeForHighPriorityWrites).
-        let allowed = ledger_dirs.iter().any(|d| {
-            crate::storage::free_bytes(d).is_ok_and(|free| free >= high_priority_min_free)
-        });
-        bookie.set_high_priority_writes_allowed(allowed);
-        if read_only && !read_only_mode_enabled {
-            tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
-            exit_on_fatal()("ledger directories full");
-        }
-        let was = bookie.is_read_only();
-        bookie.set_read_only(read_only);
-        let now = bookie.is_read_only();
-        if was != now {
-            tracing::warn!(read_only = now, "bookie mode changed by disk usage");
-            metrics.set_server_status(status_of(now));
-            if let Some(reg) = &registration {
-                if let Err(e) = reg.set_read_only(now).await {
-                    tracing::error!(error = %e, "could not publish the mode change");
-                }
-            }
-        }
-    }
-}
-
-/// Minor and major compaction schedule (stock keys `minor/majorCompactionThreshold`,
-/// `minor/majorCompactionInterval`; a threshold <= 0 or no interval disables one).
-struct Compaction {
-    minor: Option<(f64, Duration)>,
-    major: Option<(f64, Duration)>,
-}
-
-impl Compaction {
-    fn from_config(cfg: &BookieConfig) -> Compaction {
-        let pick = |threshold: f64, interval: Option<Duration>| {
-            interval
-                .filter(|_| threshold > 0.0)
-                .map(|i| (threshold.min(1.0), i))
-        };
-        Compaction {
-            minor: pick(
-                cfg.minor_compaction_threshold,
-                cfg.minor_compaction_interval,
-            ),
-            major: pick(
-                cfg.major_compaction_threshold,
-                cfg.major_compaction_interval,
-            ),
-        }
-    }
-}
-
-/// Runs due compactions after a GC round (Java's GC thread does both in one loop).
-async fn compact_if_due(
-    storage: &Arc<RealStorage>,
-    schedule: &Compaction,
-    last_minor: &mut tokio::time::Instant,
-    last_major: &mut tokio::time::Instant,
-) {
-    let now = tokio::time::Instant::now();
-    let threshold = match (schedule.major, schedule.minor) {
-        (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
-            *last_major = now;
-            *last_minor = now;
-            t
-        }
-        (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
-            *last_minor = now;
-            t
-        }
-        _ => return,
-    };
-    let st = storage.clone();
-    match tokio::task::spawn_blocking(move || {
-        st.entry_log.with_log(|log| log.compact(Some(threshold)))
-    })
-    .await
-    {
-        Ok(Some(Ok(report))) if report.compacted_segments > 0 || report.removed_segments > 0 => {
-            tracing::info!(?report, threshold, "compaction done");
-        }
-        Ok(Some(Err(e))) => tracing::warn!(error = %e, "compaction failed"),
-        _ => {}
-    }
-}
-
-/// Garbage collection (semantics.md §15): local ledgers without metadata are deleted,
-/// then due compactions run. The local snapshot (GC token) is taken before the ZooKeeper
-/// scan; a failed scan skips the round.
-async fn gc_loop(
-    storage: Arc<RealStorage>,
-    bookie: Arc<Bookie>,
-    registration: Arc<Registration>,
-    interval: Duration,
-    compaction: Compaction,
-) {
-    let mut tick = tokio::time::interval(interval);
-    tick.tick().await;
-    let mut last_minor = tokio::time::Instant::now();
-    let mut last_major = last_minor;
-    loop {
-        tick.tick().await;
-        compact_if_due(&storage, &compaction, &mut last_minor, &mut last_major).await;
-        let Some(token) = storage.entry_log.with_log(|log| log.begin_gc_scan()) else {
-            return;
-        };
-        let client = match registration.client() {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "GC skipped: no ZooKeeper client");
-                continue;
-            }
-        };
-        let live =
-            match crate::gc_scan::scan_live_ledgers(&client, registration.ledgers_root()).await {
-                Ok(live) => live,
-                Err(e) => {
-                    tracing::warn!(error = %e, "GC skipped: ledger scan failed");
-                    continue;
-                }
-            };
-        let st = storage.clone();
-        let before: Vec<u64> = st
-            .entry_log
-            .with_log(|log| log.ledgers())
-            .unwrap_or_default();
-        let result = tokio::task::spawn_blocking(move || {
-            st.entry_log
-                .with_log(|log| log.gc(token, &|id| live.contains(id)))
-        })
-        .await;
-        match result {
-            Ok(Some(Ok(report))) => {
-                if !report.deleted_ledgers.is_empty() {
-                    let after: std::collections::HashSet<u64> = storage
-                        .entry_log
-                        .with_log(|log| log.ledgers())
-                        .unwrap_or_default()
-                        .into_iter()
-                        .collect();
-                    for id in before.into_iter().filter(|id| !after.contains(id)) {
-                        bookie.forget_ledger(id as i64);
-                    }
-                }
-                if !report.deleted_ledgers.is_empty() || report.removed_segments > 0 {
-                    tracing::info!(?report, "GC round done");
-                } else {
-                    tracing::debug!(?report, "GC round done");
-                }
-            }
-            Ok(Some(Err(e))) => tracing::warn!(error = %e, "GC failed"),
-            _ => return,
-        }
-    }
-}
-
-/// Records the request path into the stock metrics (config.md §3).
-struct MetricsObserver(Metrics);
-
-fn request_op(kind: RequestKind) -> metrics::Op {
-    use metrics::Op;
-    match kind {
-        RequestKind::Add | RequestKind::RecoveryAdd => Op::AddEntryRequest,
-        RequestKind::Read => Op::ReadEntryRequest,
-        RequestKind::FenceRead => Op::ReadEntryFenceRequest,
-        RequestKind::LongPollRead => Op::ReadEntryLongPollRequest,
-        RequestKind::BatchRead => Op::BatchReadEntryRequest,
-        RequestKind::WriteLac => Op::WriteLacRequest,
-        RequestKind::ReadLac => Op::ReadLacRequest,
-        RequestKind::ForceLedger => Op::ForceLedgerRequest,
-        RequestKind::GetBookieInfo => Op::GetBookieInfoRequest,
-        RequestKind::ListEntries => Op::GetListOfEntriesOfLedgerRequest,
-    }
-}
-
-fn is_add(kind: RequestKind) -> bool {
-    matches!(kind, RequestKind::Add | RequestKind::RecoveryAdd)
-}
-
-fn is_entry_read(kind: RequestKind) -> bool {
-    matches!(
-        kind,
-        RequestKind::Read
-            | RequestKind::FenceRead
-            | RequestKind::LongPollRead
-            | RequestKind::BatchRead
-    )
-}
-
-impl RequestObserver for MetricsObserver {
-    fn started(&self, kind: RequestKind, request_bytes: usize) {
-        if is_add(kind) {
-            self.0.gauge_add(Gauge::AddEntryInProgress, 1);
-            self.0
-                .gauge_add(Gauge::AddEntryInProgressBytes, request_bytes as i64);
-        } else if is_entry_read(kind) {
-            self.0.gauge_add(Gauge::ReadEntryInProgress, 1);
-        }
-    }
-
-    fn finished(
-        &self,
-        kind: RequestKind,
-        latency: Duration,
-        status: Status,
-        request_bytes: usize,
-        response_bytes: usize,
-    ) {
-        let ok = status == Status::Ok;
-        self.0.op(request_op(kind)).observe(latency, ok);
-        if is_add(kind) {
-            self.0.gauge_add(Gauge::AddEntryInProgress, -1);
-            self.0
-                .gauge_add(Gauge::AddEntryInProgressBytes, -(request_bytes as i64));
-            let op = if kind == RequestKind::RecoveryAdd {
-                metrics::Op::BookieRecoveryAddEntry
-            } else {
-                metrics::Op::BookieAddEntry
-            };
-            self.0.op(op).observe(latency, ok);
-            self.0
-                .op(metrics::Op::BookieAddEntryBytes)
-                .observe_value(request_bytes as u64, ok);
-            if ok {
-                self.0.add(Counter::WriteBytes, request_bytes as u64);
-            }
-        } else if is_entry_read(kind) {
-            self.0.gauge_add(Gauge::ReadEntryInProgress, -1);
-            self.0.op(metrics::Op::BookieReadEntry).observe(latency, ok);
-            self.0
-                .op(metrics::Op::BookieReadEntryBytes)
-                .observe_value(response_bytes as u64, ok);
-            if ok {
-                self.0.add(Counter::ReadBytes, response_bytes as u64);
-            }
-        } else if kind == RequestKind::ForceLedger && ok {
-            self.0.inc(Counter::BookieForceLedger);
-        }
-    }
-
-    fn connections(&self, delta: i64) {
-        self.0.gauge_add(Gauge::Connections, delta);
-    }
-}
-
-fn status_of(read_only: bool) -> ServerStatus {
-    if read_only {
-        ServerStatus::ReadOnly
-    } else {
-        ServerStatus::Writable
-    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bk_entrylog::{EntryLog, EntryLogConfig, EntrySelector};
+use bk_entrylog::{
+    CompactionReport, EntryLog, EntryLogConfig, EntrySelector, GcReport, GcScanToken, StorageMode,
+};
 use bk_journal::{Journal, JournalConfig, JournalMark, Record, Seq, TypedRecord};
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -66,11 +68,6 @@ impl EntryLogStorage {
             Some(log) => log.close().map_err(StorageError::from),
             None => Ok(()),
         }
-    }
-
-    /// Runs `f` on the entry log (GC, compaction, disk usage, metrics).
-    pub fn with_log<T>(&self, f: impl FnOnce(&EntryLog) -> T) -> Option<T> {
-        self.log.read().as_ref().map(f)
     }
 }
 
@@ -264,10 +261,11 @@ pub struct RealStorageConfig {
     pub disk: bk_disk::DiskConfig,
 }
 
-/// What [`open`] returns: the store for the handlers and the parts shutdown needs.
+/// What [`open`] returns: the store for the handlers, and the maintenance operations
+/// (GC, compaction, disk usage) and shutdown the process needs.
 pub struct RealStorage {
     pub store: Arc<Store>,
-    pub entry_log: Arc<EntryLogStorage>,
+    entry_log: Arc<EntryLogStorage>,
     pub journal: Arc<JournalAdapter>,
     /// Records replayed from the journal at start-up.
     pub replayed: u64,
@@ -280,6 +278,34 @@ impl RealStorage {
         self.journal.shutdown();
         let closed = self.entry_log.close();
         result.and(closed)
+    }
+
+    /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
+    /// that uses the token, whatever the metadata scan missed.
+    pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {
+        self.entry_log.with(|log| Ok(log.begin_gc_scan()))
+    }
+
+    /// Deletes every ledger known before `token` for which `live` is false, durably
+    /// (tombstones), and removes segments left with nothing live. `live` runs under the
+    /// index lock: a set lookup. Blocking.
+    pub fn gc(
+        &self,
+        token: GcScanToken,
+        live: &dyn Fn(u64) -> bool,
+    ) -> Result<GcReport, StorageError> {
+        self.entry_log.with(|log| log.gc(token, live))
+    }
+
+    /// Compacts segments whose live fraction is below `threshold`. Blocking.
+    pub fn compact(&self, threshold: f64) -> Result<CompactionReport, StorageError> {
+        self.entry_log.with(|log| log.compact(Some(threshold)))
+    }
+
+    /// Re-reads the space of the ledger directories and returns the storage mode the
+    /// disk-usage thresholds give (read-only while a directory is full). Blocking.
+    pub fn check_disk_usage(&self) -> Result<StorageMode, StorageError> {
+        self.entry_log.with(|log| log.check_disk_usage())
     }
 }
 
