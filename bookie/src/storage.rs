@@ -13,8 +13,9 @@
 //!   durable (docs/durability.md).
 //! - **A failed fsync is fatal.** A journal or flush failure is logged with its reason and
 //!   goes to the [`FatalHandler`] (the binary exits non-zero); nothing retries an fsync.
-//! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`), so all
-//!   records of one ledger go through one FIFO journal and keep their order.
+//! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`, in
+//!   `bk_journal::journal_index_for`), so all records of one ledger go through one FIFO
+//!   journal and keep their order.
 //!
 //! The real implementations (bk-journal, bk-entrylog) are adapted in [`real`]; the
 //! in-memory test double lives in [`mem`] and is never what the binary runs.
@@ -33,12 +34,6 @@ use bytes::Bytes;
 pub type LedgerId = i64;
 /// An entry id as it appears on the wire; `-1` only at the wire edge ("last entry").
 pub type EntryId = i64;
-
-/// Journal meta-record entry ids (Java `BookieImpl.METAENTRY_ID_*`).
-pub const METAENTRY_ID_LEDGER_KEY: i64 = -0x1000;
-pub const METAENTRY_ID_FENCE_KEY: i64 = -0x2000;
-pub const METAENTRY_ID_FORCE_LEDGER: i64 = -0x4000;
-pub const METAENTRY_ID_LEDGER_EXPLICITLAC: i64 = -0x8000;
 
 /// Errors of the storage layer, classified the way the handlers answer them
 /// (`handlers::status` maps each variant to a wire code; nothing else does).
@@ -134,12 +129,19 @@ pub fn durable_ready(result: Result<(), StorageError>) -> Durable {
 
 /// A record the request path writes to the journal.
 ///
-/// Format on the journal (Java compatible payloads, written by bk-journal):
-/// - `Entry`: the entry bytes as received (`ledgerId(8) entryId(8) lac(8) len(8) digest payload`);
-/// - `MasterKey`: `ledgerId(8) entryId=-0x1000(8) keyLen(4, BE) key`;
-/// - `Fence`: `ledgerId(8) entryId=-0x2000(8)`;
-/// - `ExplicitLac`: `ledgerId(8) entryId=-0x8000(8) len(4, BE) body`;
-/// - `ForceBarrier`: not written; completes after everything queued before it is durable.
+/// On the journal each becomes one bk-journal record: a kind byte and a payload whose
+/// layout journal/src/record.rs owns (docs/formats.md), written through `real.rs`. It is
+/// not Java's journal format (no negative meta-entry ids):
+/// - `Entry` (kind 1): `ledger u64 LE | entry u64 LE | entry bytes as received` (the
+///   entry's own `ledgerId entryId lac len` header, digest and payload);
+/// - `Fence` (kind 2): `ledger u64 LE`;
+/// - `ExplicitLac` (kind 3): `ledger u64 LE | explicit LAC body`;
+/// - `MasterKey` (kind 4): `ledger u64 LE | key [u8; 20]` (other key lengths are refused);
+/// - `ForceBarrier`: not written; completes after everything queued before it in the
+///   ledger's journal is durable.
+///
+/// Start-up replay reads them back through `bk_journal::TypedRecord` and applies them
+/// with [`apply_replayed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JournalRecord {
     Entry {
@@ -380,14 +382,6 @@ impl Store {
     }
 }
 
-/// Index of the journal for a ledger among `journals` (Java `MathUtils.signSafeMod`).
-pub fn journal_index(ledger: LedgerId, journals: usize) -> usize {
-    if journals == 0 {
-        return 0;
-    }
-    ledger.rem_euclid(journals as i64) as usize
-}
-
 /// Total and free bytes over the distinct file systems of `dirs` (GET_BOOKIE_INFO).
 pub fn disk_space(dirs: &[std::path::PathBuf]) -> Result<(u64, u64), StorageError> {
     let mut seen = std::collections::HashSet::new();
@@ -443,14 +437,6 @@ fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn journal_index_is_sign_safe() {
-        assert_eq!(journal_index(5, 2), 1);
-        assert_eq!(journal_index(-3, 2), 1);
-        assert_eq!(journal_index(7, 1), 0);
-        assert_eq!(journal_index(7, 0), 0);
-    }
 
     #[test]
     fn disk_space_of_tmp_is_nonzero() {
