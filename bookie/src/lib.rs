@@ -4,6 +4,9 @@
 //! - request path: `server` (connections, framing, dispatch, backpressure), `handlers`
 //!   (one function per bookie operation), `storage` (the journal + entry log pair, start-up
 //!   replay, checkpointing);
+//! - process: `node` (assembly, start-up and shutdown order), `disk_monitor` (disk usage ->
+//!   read-only), `gc` (GC rounds and compaction schedule), `request_metrics` (the request
+//!   path into the stock metrics);
 //! - operations: `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus
 //!   `/metrics` with stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available /
 //!   read-only nodes, session expiry), `cookie` (the cookie text format and `current/VERSION`),
@@ -11,9 +14,13 @@
 
 pub mod config;
 pub mod cookie;
+pub mod disk_monitor;
+pub mod gc;
 pub mod gc_scan;
 pub mod handlers;
 pub mod metrics;
+pub mod node;
 pub mod registration;
+pub mod request_metrics;
 pub mod server;
 pub mod storage;

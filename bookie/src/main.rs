@@ -1,5 +1,7 @@
 //! The `bookie` binary: parses flags and `bk_server.conf` (config module), then runs the
-//! bookie (`server::node::run`) on a multi-thread tokio runtime until SIGTERM/SIGINT.
+//! bookie (`node::run`) on a tokio runtime until SIGTERM/SIGINT: a current-thread runtime
+//! (one network thread) on machines of one or two cores, a multi-thread runtime with one
+//! thread per core above that (ARCHITECTURE.md "One network thread").
 //!
 //! `bookie --conf bk_server.conf [flags]`, or with no file:
 //! `bookie --standalone --data-dir ./data` (journal and ledgers under one directory, no
@@ -61,7 +63,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let code = match runtime.block_on(bookie::server::node::run(cfg)) {
+    let code = match runtime.block_on(bookie::node::run(cfg)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!(error = %e, "bookie failed");

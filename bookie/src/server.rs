@@ -20,7 +20,6 @@
 
 pub mod codec;
 pub mod limits;
-pub mod node;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -13,8 +13,9 @@
 //!   durable (docs/durability.md).
 //! - **A failed fsync is fatal.** A journal or flush failure is logged with its reason and
 //!   goes to the [`FatalHandler`] (the binary exits non-zero); nothing retries an fsync.
-//! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`), so all
-//!   records of one ledger go through one FIFO journal and keep their order.
+//! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`, in
+//!   `bk_journal::journal_index_for`), so all records of one ledger go through one FIFO
+//!   journal and keep their order.
 //!
 //! The real implementations (bk-journal, bk-entrylog) are adapted in [`real`]; the
 //! in-memory test double lives in [`mem`] and is never what the binary runs.
@@ -34,14 +35,15 @@ pub type LedgerId = i64;
 /// An entry id as it appears on the wire; `-1` only at the wire edge ("last entry").
 pub type EntryId = i64;
 
-/// Journal meta-record entry ids (Java `BookieImpl.METAENTRY_ID_*`).
-pub const METAENTRY_ID_LEDGER_KEY: i64 = -0x1000;
-pub const METAENTRY_ID_FENCE_KEY: i64 = -0x2000;
-pub const METAENTRY_ID_FORCE_LEDGER: i64 = -0x4000;
-pub const METAENTRY_ID_LEDGER_EXPLICITLAC: i64 = -0x8000;
-
-/// Errors of the storage layer, classified the way the handlers answer them.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// Errors of the storage layer, classified the way the handlers answer them
+/// (`handlers::status` maps each variant to a wire code; nothing else does).
+///
+/// Failures of the journal and the entry log keep their source error (`source()`), so a
+/// log line shows the path, offset or errno where it happened. Invariant 4
+/// (ARCHITECTURE.md): corruption is its own variant and is answered EIO, never ENOENTRY.
+/// `Clone` because one fence's durability is awaited by every read that fenced
+/// (sources that are not `Clone` are shared through an `Arc`).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// The ledger is not known to this bookie.
     #[error("no such ledger {0}")]
@@ -56,21 +58,65 @@ pub enum StorageError {
     /// answered EIO).
     #[error("master key of ledger {0} conflicts with the stored key")]
     MasterKeyConflict(LedgerId),
-    /// The write cache stayed full too long (answered ETOOMANYREQUESTS).
-    #[error("storage throttled: {0}")]
-    Throttled(String),
+    /// The write cache stayed full this long (answered ETOOMANYREQUESTS).
+    #[error("storage throttled: write cache full for {0:?}")]
+    Throttled(Duration),
     /// Stored data failed its checksum or structure check (answered EIO, never ENOENTRY).
-    #[error("corruption: {0}")]
-    Corruption(String),
-    /// An I/O failure (answered EIO).
+    #[error("entry log {0}")]
+    Corruption(#[source] Arc<bk_entrylog::Error>),
+    /// The entry log failed to read or write its files, or is closed (answered EIO).
+    #[error("entry log: {0}")]
+    EntryLog(#[source] Arc<bk_entrylog::Error>),
+    /// The journal failed (fsync, write) or is shut down; a failed fsync is fatal for the
+    /// process (answered EIO).
+    #[error("{0}")]
+    Journal(#[from] bk_journal::JournalError),
+    /// A journal record found at start-up could not be applied to the entry log;
+    /// start-up stops.
+    #[error("replaying journal record: {0}")]
+    Replay(#[source] Box<StorageError>),
+    /// The task or waiter that was to carry a result went away (a panicked blocking
+    /// task, a dropped durability waiter): the outcome is unknown (answered EIO).
+    #[error("{0} was lost")]
+    Lost(&'static str),
+    /// An I/O failure outside the journal and the entry log (statvfs of a ledger
+    /// directory), described in words (answered EIO).
     #[error("I/O error: {0}")]
     Io(String),
-    /// The journal failed (fsync or write); fatal for the process.
-    #[error("journal failed: {0}")]
-    JournalFailed(String),
     /// The request cannot be stored as given (answered EBADREQ).
     #[error("invalid input: {0}")]
     Invalid(String),
+}
+
+impl From<bk_entrylog::Error> for StorageError {
+    /// Ledger-level answers become their own variants; corruption stays corruption.
+    fn from(e: bk_entrylog::Error) -> StorageError {
+        use bk_entrylog::Error as E;
+        match e {
+            E::NoLedger(l) => StorageError::NoLedger(l as i64),
+            E::NoEntry { ledger, entry } => {
+                StorageError::NoEntry(ledger as i64, entry.map_or(-1, |e| e as i64))
+            }
+            E::LedgerDeleted(l) => StorageError::LedgerDeleted(l as i64),
+            E::MasterKeyConflict(l) => StorageError::MasterKeyConflict(l as i64),
+            E::Throttled(d) => StorageError::Throttled(d),
+            E::InvalidInput(s) => StorageError::Invalid(s),
+            e @ E::Corruption { .. } => StorageError::Corruption(Arc::new(e)),
+            e @ (E::Io { .. } | E::Closed) => StorageError::EntryLog(Arc::new(e)),
+        }
+    }
+}
+
+impl StorageError {
+    /// True when the entry log is closed or the journal shut down (orderly shutdown):
+    /// background loops stop on it instead of logging a failure.
+    pub fn is_shut_down(&self) -> bool {
+        match self {
+            StorageError::EntryLog(e) => matches!(**e, bk_entrylog::Error::Closed),
+            StorageError::Journal(e) => matches!(e, bk_journal::JournalError::ShutDown),
+            _ => false,
+        }
+    }
 }
 
 /// Resolves when a journal record is durable (or handed to the OS, for ack-before-sync).
@@ -83,12 +129,19 @@ pub fn durable_ready(result: Result<(), StorageError>) -> Durable {
 
 /// A record the request path writes to the journal.
 ///
-/// Format on the journal (Java compatible payloads, written by bk-journal):
-/// - `Entry`: the entry bytes as received (`ledgerId(8) entryId(8) lac(8) len(8) digest payload`);
-/// - `MasterKey`: `ledgerId(8) entryId=-0x1000(8) keyLen(4, BE) key`;
-/// - `Fence`: `ledgerId(8) entryId=-0x2000(8)`;
-/// - `ExplicitLac`: `ledgerId(8) entryId=-0x8000(8) len(4, BE) body`;
-/// - `ForceBarrier`: not written; completes after everything queued before it is durable.
+/// On the journal each becomes one bk-journal record: a kind byte and a payload whose
+/// layout journal/src/record.rs owns (docs/formats.md), written through `real.rs`. It is
+/// not Java's journal format (no negative meta-entry ids):
+/// - `Entry` (kind 1): `ledger u64 LE | entry u64 LE | entry bytes as received` (the
+///   entry's own `ledgerId entryId lac len` header, digest and payload);
+/// - `Fence` (kind 2): `ledger u64 LE`;
+/// - `ExplicitLac` (kind 3): `ledger u64 LE | explicit LAC body`;
+/// - `MasterKey` (kind 4): `ledger u64 LE | key [u8; 20]` (other key lengths are refused);
+/// - `ForceBarrier`: not written; completes after everything queued before it in the
+///   ledger's journal is durable.
+///
+/// Start-up replay reads them back through `bk_journal::TypedRecord` and applies them
+/// with [`apply_replayed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JournalRecord {
     Entry {
@@ -329,14 +382,6 @@ impl Store {
     }
 }
 
-/// Index of the journal for a ledger among `journals` (Java `MathUtils.signSafeMod`).
-pub fn journal_index(ledger: LedgerId, journals: usize) -> usize {
-    if journals == 0 {
-        return 0;
-    }
-    ledger.rem_euclid(journals as i64) as usize
-}
-
 /// Total and free bytes over the distinct file systems of `dirs` (GET_BOOKIE_INFO).
 pub fn disk_space(dirs: &[std::path::PathBuf]) -> Result<(u64, u64), StorageError> {
     let mut seen = std::collections::HashSet::new();
@@ -392,14 +437,6 @@ fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn journal_index_is_sign_safe() {
-        assert_eq!(journal_index(5, 2), 1);
-        assert_eq!(journal_index(-3, 2), 1);
-        assert_eq!(journal_index(7, 1), 0);
-        assert_eq!(journal_index(7, 0), 0);
-    }
 
     #[test]
     fn disk_space_of_tmp_is_nonzero() {

@@ -261,7 +261,10 @@ fn run_seed(seed: u64, ops: usize) {
                     .copied()
                     .filter(|x| *x != fresh && !live.contains(x))
                     .collect();
-                assert_eq!(rep.deleted_ledgers, victims.len(), "{ctx}: gc count");
+                assert_eq!(rep.deleted_ledgers.len(), victims.len(), "{ctx}: gc count");
+                let mut sorted = victims.clone();
+                sorted.sort_unstable();
+                assert_eq!(rep.deleted_ledgers, sorted, "{ctx}: gc ids");
                 for v in victims {
                     m.ledgers.remove(&v);
                     m.deleted.insert(v);

@@ -319,7 +319,7 @@ fn bench_gc(a: &Args) -> Result<(), String> {
     let rep = log.gc(token, &|_| false).map_err(|e| e.to_string())?;
     println!(
         "gc: dropped {} ledgers in {:.1} ms ({} segments removed, {} bytes reclaimed)",
-        rep.deleted_ledgers,
+        rep.deleted_ledgers.len(),
         t.elapsed().as_secs_f64() * 1e3,
         rep.removed_segments,
         rep.reclaimed_bytes

@@ -16,6 +16,14 @@ use super::{
     LedgerStorage, StorageError,
 };
 
+/// What `fail_reads` returns: an entry-log I/O error, as a failing disk would give.
+fn injected_read_failure() -> StorageError {
+    StorageError::from(bk_entrylog::Error::Io {
+        context: "injected read failure".into(),
+        source: std::io::Error::other("injected"),
+    })
+}
+
 #[derive(Default)]
 struct MemLedger {
     meta: LedgerMeta,
@@ -95,7 +103,7 @@ impl LedgerStorage for MemStorage {
 
     fn get_entry(&self, ledger: LedgerId, entry: EntryId) -> Result<Bytes, StorageError> {
         if self.fail_reads.load(Ordering::Relaxed) {
-            return Err(StorageError::Io("injected read failure".into()));
+            return Err(injected_read_failure());
         }
         let ledgers = self.ledgers.lock();
         let l = ledgers.get(&ledger).ok_or(StorageError::NoLedger(ledger))?;
@@ -107,7 +115,7 @@ impl LedgerStorage for MemStorage {
 
     fn last_entry(&self, ledger: LedgerId) -> Result<Bytes, StorageError> {
         if self.fail_reads.load(Ordering::Relaxed) {
-            return Err(StorageError::Io("injected read failure".into()));
+            return Err(injected_read_failure());
         }
         let ledgers = self.ledgers.lock();
         let l = ledgers.get(&ledger).ok_or(StorageError::NoLedger(ledger))?;
@@ -172,8 +180,8 @@ impl JournalSink for MemJournal {
     fn append(&self, record: JournalRecord, ack: AckMode) -> Durable {
         self.records.lock().push((record, ack));
         if self.fail.load(Ordering::Relaxed) {
-            return super::durable_ready(Err(StorageError::JournalFailed(
-                "injected fsync failure".into(),
+            return super::durable_ready(Err(StorageError::Journal(
+                bk_journal::JournalError::Fatal("injected fsync failure".into()),
             )));
         }
         let mut released = self.release.subscribe();
@@ -181,7 +189,7 @@ impl JournalSink for MemJournal {
             released
                 .wait_for(|r| *r)
                 .await
-                .map_err(|_| StorageError::JournalFailed("journal closed".into()))?;
+                .map_err(|_| StorageError::Journal(bk_journal::JournalError::ShutDown))?;
             Ok(())
         })
     }

@@ -18,7 +18,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bk_entrylog::{EntryLog, EntryLogConfig, EntrySelector};
+use bk_entrylog::{
+    CompactionReport, EntryLog, EntryLogConfig, EntrySelector, GcReport, GcScanToken, StorageMode,
+};
 use bk_journal::{Journal, JournalConfig, JournalMark, Record, Seq, TypedRecord};
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -27,26 +29,6 @@ use super::{
     apply_replayed, AckMode, Checkpointer, Durable, EntryId, FatalHandler, JournalRecord,
     JournalSink, LedgerId, LedgerMeta, LedgerStorage, StorageError, Store,
 };
-
-fn from_entrylog(e: bk_entrylog::Error) -> StorageError {
-    use bk_entrylog::Error as E;
-    match e {
-        E::NoLedger(l) => StorageError::NoLedger(l as i64),
-        E::NoEntry { ledger, entry } => {
-            StorageError::NoEntry(ledger as i64, entry.map_or(-1, |e| e as i64))
-        }
-        E::LedgerDeleted(l) => StorageError::LedgerDeleted(l as i64),
-        E::MasterKeyConflict(l) => StorageError::MasterKeyConflict(l as i64),
-        E::Throttled(d) => StorageError::Throttled(format!("write cache full for {d:?}")),
-        E::InvalidInput(s) => StorageError::Invalid(s),
-        e @ E::Corruption { .. } => StorageError::Corruption(e.to_string()),
-        e @ (E::Io { .. } | E::Closed) => StorageError::Io(e.to_string()),
-    }
-}
-
-fn from_journal(e: bk_journal::JournalError) -> StorageError {
-    StorageError::JournalFailed(e.to_string())
-}
 
 fn ledger_for_read(ledger: LedgerId) -> Result<u64, StorageError> {
     u64::try_from(ledger).map_err(|_| StorageError::NoLedger(ledger))
@@ -76,21 +58,16 @@ impl EntryLogStorage {
         let guard = self.log.read();
         let log = guard
             .as_ref()
-            .ok_or_else(|| StorageError::Io("entry log is closed".into()))?;
-        f(log).map_err(from_entrylog)
+            .ok_or_else(|| StorageError::from(bk_entrylog::Error::Closed))?;
+        f(log).map_err(StorageError::from)
     }
 
     /// Closes the entry log (after a final flush by the caller).
     pub fn close(&self) -> Result<(), StorageError> {
         match self.log.write().take() {
-            Some(log) => log.close().map_err(from_entrylog),
+            Some(log) => log.close().map_err(StorageError::from),
             None => Ok(()),
         }
-    }
-
-    /// Runs `f` on the entry log (GC, compaction, disk usage, metrics).
-    pub fn with_log<T>(&self, f: impl FnOnce(&EntryLog) -> T) -> Option<T> {
-        self.log.read().as_ref().map(f)
     }
 }
 
@@ -211,9 +188,7 @@ impl JournalSink for JournalAdapter {
     fn append(&self, record: JournalRecord, _ack: AckMode) -> Durable {
         let guard = self.journal.read();
         let Some(journal) = guard.as_ref() else {
-            return super::durable_ready(Err(StorageError::JournalFailed(
-                "journal is shut down".into(),
-            )));
+            return super::durable_ready(Err(bk_journal::JournalError::ShutDown.into()));
         };
         let ledger = match u64::try_from(record.ledger()) {
             Ok(l) => l,
@@ -248,7 +223,7 @@ impl JournalSink for JournalAdapter {
             }
             JournalRecord::ForceBarrier { .. } => journal.force_ledger(ledger),
         };
-        Box::pin(async move { fut.await.map(|_seq| ()).map_err(from_journal) })
+        Box::pin(async move { fut.await.map(|_seq| ()).map_err(StorageError::Journal) })
     }
 }
 
@@ -257,8 +232,8 @@ impl Checkpointer for JournalAdapter {
         let guard = self.journal.read();
         let journal = guard
             .as_ref()
-            .ok_or_else(|| StorageError::JournalFailed("journal is shut down".into()))?;
-        let mark = journal.mark_blocking().map_err(from_journal)?;
+            .ok_or(StorageError::Journal(bk_journal::JournalError::ShutDown))?;
+        let mark = journal.mark_blocking().map_err(StorageError::Journal)?;
         Ok(mark.seqs.iter().map(|s| s.0).collect())
     }
 
@@ -266,12 +241,12 @@ impl Checkpointer for JournalAdapter {
         let guard = self.journal.read();
         let journal = guard
             .as_ref()
-            .ok_or_else(|| StorageError::JournalFailed("journal is shut down".into()))?;
+            .ok_or(StorageError::Journal(bk_journal::JournalError::ShutDown))?;
         journal
             .checkpoint_blocking(&JournalMark {
                 seqs: mark.iter().map(|s| Seq(*s)).collect(),
             })
-            .map_err(from_journal)
+            .map_err(StorageError::Journal)
     }
 }
 
@@ -286,10 +261,11 @@ pub struct RealStorageConfig {
     pub disk: bk_disk::DiskConfig,
 }
 
-/// What [`open`] returns: the store for the handlers and the parts shutdown needs.
+/// What [`open`] returns: the store for the handlers, and the maintenance operations
+/// (GC, compaction, disk usage) and shutdown the process needs.
 pub struct RealStorage {
     pub store: Arc<Store>,
-    pub entry_log: Arc<EntryLogStorage>,
+    entry_log: Arc<EntryLogStorage>,
     pub journal: Arc<JournalAdapter>,
     /// Records replayed from the journal at start-up.
     pub replayed: u64,
@@ -302,6 +278,34 @@ impl RealStorage {
         self.journal.shutdown();
         let closed = self.entry_log.close();
         result.and(closed)
+    }
+
+    /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
+    /// that uses the token, whatever the metadata scan missed.
+    pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {
+        self.entry_log.with(|log| Ok(log.begin_gc_scan()))
+    }
+
+    /// Deletes every ledger known before `token` for which `live` is false, durably
+    /// (tombstones), and removes segments left with nothing live. `live` runs under the
+    /// index lock: a set lookup. Blocking.
+    pub fn gc(
+        &self,
+        token: GcScanToken,
+        live: &dyn Fn(u64) -> bool,
+    ) -> Result<GcReport, StorageError> {
+        self.entry_log.with(|log| log.gc(token, live))
+    }
+
+    /// Compacts segments whose live fraction is below `threshold`. Blocking.
+    pub fn compact(&self, threshold: f64) -> Result<CompactionReport, StorageError> {
+        self.entry_log.with(|log| log.compact(Some(threshold)))
+    }
+
+    /// Re-reads the space of the ledger directories and returns the storage mode the
+    /// disk-usage thresholds give (read-only while a directory is full). Blocking.
+    pub fn check_disk_usage(&self) -> Result<StorageMode, StorageError> {
+        self.entry_log.with(|log| log.check_disk_usage())
     }
 }
 
@@ -318,10 +322,10 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
         config.entry_log.clone(),
         entry_log_disks,
     )
-    .map_err(from_entrylog)?;
+    .map_err(StorageError::from)?;
     let entry_log = Arc::new(EntryLogStorage::new(log));
     let mut replayed = 0u64;
-    let mut replay_error: Option<String> = None;
+    let mut replay_error: Option<StorageError> = None;
     let (journal, _replay) = {
         let storage: &dyn LedgerStorage = entry_log.as_ref();
         let mut visit = |rec: &bk_journal::ReplayedRecord| -> Result<(), String> {
@@ -357,7 +361,7 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
                 Err(StorageError::LedgerDeleted(_)) => {}
                 Err(e) => {
                     let msg = format!("replaying journal record: {e}");
-                    replay_error = Some(msg.clone());
+                    replay_error = Some(StorageError::Replay(Box::new(e)));
                     return Err(msg);
                 }
             }
@@ -371,8 +375,8 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
             &mut visit,
         )
         .map_err(|e| match replay_error.take() {
-            Some(msg) => StorageError::Io(msg),
-            None => from_journal(e),
+            Some(apply_failed) => apply_failed,
+            None => StorageError::Journal(e),
         })?
     };
     let journal = Arc::new(JournalAdapter::new(journal));

@@ -1,0 +1,99 @@
+//! The disk-usage monitor (semantics.md §14): every `diskCheckInterval` it asks storage
+//! for the disk-usage mode and moves the bookie, its registration and its metrics between
+//! writable and read-only.
+//!
+//! Invariants:
+//! - `forceReadOnlyBookie` wins over a writable disk (`Bookie::set_read_only`);
+//! - with `readOnlyModeEnabled=false` a full disk is fatal: the bookie exits rather than
+//!   keep taking writes it cannot store;
+//! - high-priority (recovery) writes stay allowed while some ledger directory keeps
+//!   `minUsableSizeForHighPriorityWrites` free;
+//! - the loop ends when storage is shut down; a failed check is logged and retried at
+//!   the next tick.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::BookieConfig;
+use crate::handlers::Bookie;
+use crate::metrics::{Metrics, ServerStatus};
+use crate::registration::Registration;
+use crate::storage::exit_on_fatal;
+use crate::storage::real::RealStorage;
+
+/// The monitor's settings (stock keys `diskCheckInterval`, `readOnlyModeEnabled`,
+/// `minUsableSizeForHighPriorityWrites`).
+pub struct DiskMonitorConfig {
+    pub interval: Duration,
+    pub read_only_mode_enabled: bool,
+    pub ledger_dirs: Vec<PathBuf>,
+    pub high_priority_min_free: u64,
+}
+
+impl DiskMonitorConfig {
+    pub fn from_config(cfg: &BookieConfig) -> DiskMonitorConfig {
+        DiskMonitorConfig {
+            interval: cfg.disk_check_interval.max(Duration::from_millis(100)),
+            read_only_mode_enabled: cfg.read_only_mode_enabled,
+            ledger_dirs: cfg.ledger_dirs.clone(),
+            high_priority_min_free: cfg.min_usable_size_for_high_priority_writes_bytes,
+        }
+    }
+}
+
+/// The registration / metrics status of a bookie in this mode.
+pub fn server_status(read_only: bool) -> ServerStatus {
+    if read_only {
+        ServerStatus::ReadOnly
+    } else {
+        ServerStatus::Writable
+    }
+}
+
+/// Runs the monitor until storage shuts down (module docs).
+pub async fn disk_monitor(
+    storage: Arc<RealStorage>,
+    bookie: Arc<Bookie>,
+    registration: Option<Arc<Registration>>,
+    metrics: Metrics,
+    cfg: DiskMonitorConfig,
+) {
+    let mut tick = tokio::time::interval(cfg.interval);
+    loop {
+        tick.tick().await;
+        let st = storage.clone();
+        let mode = tokio::task::spawn_blocking(move || st.check_disk_usage()).await;
+        let read_only = match mode {
+            Ok(Ok(bk_entrylog::StorageMode::ReadOnly)) => true,
+            Ok(Ok(bk_entrylog::StorageMode::ReadWrite)) => false,
+            Ok(Err(e)) if !e.is_shut_down() => {
+                tracing::warn!(error = %e, "disk usage check failed");
+                continue;
+            }
+            _ => return,
+        };
+        // High-priority (recovery) writes stay allowed while some ledger dir has room
+        // (minUsableSizeForHighPriorityWrites).
+        let allowed = cfg.ledger_dirs.iter().any(|d| {
+            crate::storage::free_bytes(d).is_ok_and(|free| free >= cfg.high_priority_min_free)
+        });
+        bookie.set_high_priority_writes_allowed(allowed);
+        if read_only && !cfg.read_only_mode_enabled {
+            tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
+            exit_on_fatal()("ledger directories full");
+        }
+        let was = bookie.is_read_only();
+        bookie.set_read_only(read_only);
+        let now = bookie.is_read_only();
+        if was != now {
+            tracing::warn!(read_only = now, "bookie mode changed by disk usage");
+            metrics.set_server_status(server_status(now));
+            if let Some(reg) = &registration {
+                if let Err(e) = reg.set_read_only(now).await {
+                    tracing::error!(error = %e, "could not publish the mode change");
+                }
+            }
+        }
+    }
+}

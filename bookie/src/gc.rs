@@ -1,0 +1,138 @@
+//! Garbage collection and compaction scheduling (semantics.md §15): every `gcWaitTime`,
+//! due compactions run, then local ledgers without metadata are deleted.
+//!
+//! Invariants:
+//! - the local snapshot (the GC token) is taken *before* the ZooKeeper scan, so a ledger
+//!   created while the scan runs is never deleted by that round;
+//! - any failure of the scan skips the round: a failed scan is never read as "no
+//!   ledgers" (gc_scan.rs);
+//! - the bookie forgets the in-memory state of exactly the ledgers the round deleted
+//!   (the ids the entry log reports), and logs them;
+//! - the loop ends when storage is shut down. It never runs in standalone mode (the
+//!   caller spawns it only with a ZooKeeper registration).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::config::BookieConfig;
+use crate::handlers::Bookie;
+use crate::registration::Registration;
+use crate::storage::real::RealStorage;
+
+/// Minor and major compaction schedule (stock keys `minor/majorCompactionThreshold`,
+/// `minor/majorCompactionInterval`; a threshold <= 0 or no interval disables one).
+pub struct CompactionSchedule {
+    minor: Option<(f64, Duration)>,
+    major: Option<(f64, Duration)>,
+}
+
+impl CompactionSchedule {
+    pub fn from_config(cfg: &BookieConfig) -> CompactionSchedule {
+        let pick = |threshold: f64, interval: Option<Duration>| {
+            interval
+                .filter(|_| threshold > 0.0)
+                .map(|i| (threshold.min(1.0), i))
+        };
+        CompactionSchedule {
+            minor: pick(
+                cfg.minor_compaction_threshold,
+                cfg.minor_compaction_interval,
+            ),
+            major: pick(
+                cfg.major_compaction_threshold,
+                cfg.major_compaction_interval,
+            ),
+        }
+    }
+}
+
+/// Runs due compactions after a GC round (Java's GC thread does both in one loop).
+async fn compact_if_due(
+    storage: &Arc<RealStorage>,
+    schedule: &CompactionSchedule,
+    last_minor: &mut Instant,
+    last_major: &mut Instant,
+) {
+    let now = Instant::now();
+    let threshold = match (schedule.major, schedule.minor) {
+        (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
+            *last_major = now;
+            *last_minor = now;
+            t
+        }
+        (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
+            *last_minor = now;
+            t
+        }
+        _ => return,
+    };
+    let st = storage.clone();
+    match tokio::task::spawn_blocking(move || st.compact(threshold)).await {
+        Ok(Ok(report)) if report.compacted_segments > 0 || report.removed_segments > 0 => {
+            tracing::info!(?report, threshold, "compaction done");
+        }
+        Ok(Err(e)) if !e.is_shut_down() => tracing::warn!(error = %e, "compaction failed"),
+        _ => {}
+    }
+}
+
+/// The GC loop: one round every `interval` (module docs).
+pub async fn gc_loop(
+    storage: Arc<RealStorage>,
+    bookie: Arc<Bookie>,
+    registration: Arc<Registration>,
+    interval: Duration,
+    compaction: CompactionSchedule,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.tick().await;
+    let mut last_minor = Instant::now();
+    let mut last_major = last_minor;
+    loop {
+        tick.tick().await;
+        compact_if_due(&storage, &compaction, &mut last_minor, &mut last_major).await;
+        // Fails only once the entry log is closed.
+        let Ok(token) = storage.begin_gc_scan() else {
+            return;
+        };
+        let client = match registration.client() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "GC skipped: no ZooKeeper client");
+                continue;
+            }
+        };
+        let live =
+            match crate::gc_scan::scan_live_ledgers(&client, registration.ledgers_root()).await {
+                Ok(live) => live,
+                Err(e) => {
+                    tracing::warn!(error = %e, "GC skipped: ledger scan failed");
+                    continue;
+                }
+            };
+        let st = storage.clone();
+        let result =
+            tokio::task::spawn_blocking(move || st.gc(token, &|id| live.contains(id))).await;
+        match result {
+            Ok(Ok(report)) => {
+                for id in &report.deleted_ledgers {
+                    bookie.forget_ledger(*id as i64);
+                }
+                if !report.deleted_ledgers.is_empty() || report.removed_segments > 0 {
+                    tracing::info!(
+                        deleted_ledgers = ?report.deleted_ledgers,
+                        removed_segments = report.removed_segments,
+                        reclaimed_bytes = report.reclaimed_bytes,
+                        "GC round done"
+                    );
+                } else {
+                    tracing::debug!(?report, "GC round done");
+                }
+            }
+            Ok(Err(e)) if !e.is_shut_down() => tracing::warn!(error = %e, "GC failed"),
+            _ => return,
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `handlers`: the bookie operations, protocol-independent. This file holds the
+//! [`Bookie`] type and [`Bookie::dispatch`]; each operation family has its own file.
+//!
+//! The server decodes v2/v3 frames into an [`Op`], calls [`Bookie::dispatch`], and encodes
+//! the [`Reply`] in the request's protocol. Behaviour follows
+//! shared/reference/semantics.md (section numbers cited inline as "sem §n").
+//!
+//! Invariants:
+//! - **Submission is synchronous, completion is a future.** `dispatch` performs every
+//!   state change (storage insert, fence flag, journal enqueue) before it returns, so the
+//!   order in which one connection submits requests for a ledger is the order of the
+//!   ledger's journal records and storage inserts; only waiting (journal durability, disk
+//!   reads, long polls) happens in the returned future.
+//! - **No add, fence or write-LAC is answered EOK before its journal record is durable**
+//!   (except v3 DEFERRED_SYNC adds, which the client asked to ack before sync).
+//! - Per-ledger in-memory state ([`LedgerState`]: the write handle's master key, whether
+//!   the key has been journaled since start, the in-flight fence, the cached LAC and its
+//!   watchers) lives in sharded maps; a shard lock is never held across an await or a read.
+//! - **One mapping from storage errors to answers**: [`status::status`]; the wire codes of
+//!   each [`Status`] are in `status.rs` too.
+//!
+//! Files: `ops` (requests and replies), `status` (answers and their wire codes),
+//! `ledger_state` (per-ledger state, write handle), `add` (ADD, FORCE_LEDGER), `fence`,
+//! `read` (READ, BATCH_READ), `long_poll`, `lac` (the LAC, WRITE_LAC, READ_LAC), `info`
+//! (GET_BOOKIE_INFO, GET_LIST_OF_ENTRIES_OF_LEDGER).
+
+mod add;
+mod fence;
+mod info;
+mod lac;
+mod ledger_state;
+mod long_poll;
+mod ops;
+mod read;
+pub mod status;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::storage::{LedgerId, Store};
+use ledger_state::LedgerState;
+
+pub use ops::{AddOp, BatchReadOp, LongPoll, Op, Pending, ReadOp, Reply};
+pub use status::Status;
+
+/// Runs storage work that may block on disk on tokio's blocking pool (the entry log's
+/// reads block). A panic there becomes an EIO answer, never a dead connection.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+fn ready(reply: Reply) -> Pending {
+    Box::pin(std::future::ready(reply))
+}
+
+/// Bookie-wide settings the handlers need (from bk_server.conf via `config`).
+#[derive(Debug, Clone)]
+pub struct BookieOptions {
+    /// `journalFormatVersionToWrite >= 6`: journal explicit LACs (else only a barrier).
+    pub journal_explicit_lac: bool,
+    /// `journalWriteData`: false = ack adds after the storage insert (data not journaled).
+    pub journal_write_data: bool,
+    /// `maxBatchReadSize`.
+    pub max_batch_read_size: u64,
+    /// Ledger directories (GET_BOOKIE_INFO sums their file systems).
+    pub ledger_dirs: Vec<PathBuf>,
+    /// `forceReadOnlyBookie`.
+    pub read_only: bool,
+}
+
+impl Default for BookieOptions {
+    fn default() -> Self {
+        BookieOptions {
+            journal_explicit_lac: true,
+            journal_write_data: true,
+            max_batch_read_size: 5 * 1024 * 1024,
+            ledger_dirs: Vec::new(),
+            read_only: false,
+        }
+    }
+}
+
+const SHARDS: usize = 64;
+
+/// The bookie's request-serving core.
+pub struct Bookie {
+    store: Arc<Store>,
+    options: BookieOptions,
+    shards: Vec<Mutex<HashMap<LedgerId, LedgerState>>>,
+    read_only: AtomicBool,
+    high_priority_writes_allowed: AtomicBool,
+}
+
+/// Reads an i64 (big-endian) at `at`, if present.
+fn be_i64(bytes: &[u8], at: usize) -> Option<i64> {
+    let raw: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    Some(i64::from_be_bytes(raw))
+}
+
+/// Length of a master key (SHA-1).
+pub const MASTER_KEY_LENGTH: usize = 20;
+
+/// Entry header size (ledger id, entry id, LAC, length).
+pub const ENTRY_METADATA_LENGTH: usize = 32;
+
+impl Bookie {
+    pub fn new(store: Arc<Store>, options: BookieOptions) -> Arc<Bookie> {
+        let read_only = options.read_only;
+        Arc::new(Bookie {
+            store,
+            options,
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            read_only: AtomicBool::new(read_only),
+            high_priority_writes_allowed: AtomicBool::new(true),
+        })
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
+    /// Enters (true) or leaves read-only mode (sem §14). `forceReadOnlyBookie` wins.
+    pub fn set_read_only(&self, read_only: bool) {
+        self.read_only
+            .store(read_only || self.options.read_only, Ordering::Release);
+    }
+
+    pub fn set_high_priority_writes_allowed(&self, allowed: bool) {
+        self.high_priority_writes_allowed
+            .store(allowed, Ordering::Release);
+    }
+
+    /// Drops all in-memory state of a ledger deleted by GC; watchers are woken.
+    pub fn forget_ledger(&self, ledger: LedgerId) {
+        if let Some(state) = self.shard(ledger).lock().remove(&ledger) {
+            state.signal.send_modify(|s| s.fence_generation += 1);
+        }
+    }
+
+    fn shard(&self, ledger: LedgerId) -> &Mutex<HashMap<LedgerId, LedgerState>> {
+        &self.shards[(ledger as u64 % SHARDS as u64) as usize]
+    }
+
+    /// Starts an operation: all state changes happen now, waiting happens in the future.
+    pub fn dispatch(self: &Arc<Self>, op: Op) -> Pending {
+        match op {
+            Op::Add(add) => self.add(add),
+            Op::Read(read) => self.read(read),
+            Op::BatchRead(batch) => self.batch_read(batch),
+            Op::WriteLac {
+                ledger,
+                master_key,
+                body,
+            } => self.write_lac(ledger, master_key, body),
+            Op::ReadLac { ledger } => {
+                let me = self.clone();
+                Box::pin(async move {
+                    blocking(move || me.read_lac(ledger))
+                        .await
+                        .unwrap_or(Reply::ReadLac {
+                            status: Status::Io,
+                            lac_body: None,
+                            last_entry: None,
+                        })
+                })
+            }
+            Op::ForceLedger { ledger } => self.force_ledger(ledger),
+            Op::GetBookieInfo { requested } => ready(self.bookie_info(requested)),
+            Op::ListEntries { ledger } => {
+                let me = self.clone();
+                Box::pin(async move {
+                    blocking(move || me.list_entries(ledger))
+                        .await
+                        .unwrap_or(Reply::ListEntries {
+                            status: Status::Io,
+                            availability: None,
+                        })
+                })
+            }
+        }
+    }
+}

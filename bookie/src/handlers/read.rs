@@ -1,0 +1,152 @@
+//! READ and v2 BATCH_READ (sem §10), with fencing reads (sem §6.2).
+//!
+//! Reads block on disk, so they run on tokio's blocking pool; a panic there is answered
+//! EIO. A fencing read's answer waits for the fence record to be durable.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::status::{status, At};
+use super::{blocking, ready, BatchReadOp, Bookie, Pending, ReadOp, Reply, Status};
+use crate::storage::{EntryId, LedgerId, StorageError};
+
+impl Bookie {
+    /// Reads one entry (-1 = last stored entry).
+    pub(super) fn read_entry(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+    ) -> Result<Bytes, StorageError> {
+        if entry == -1 {
+            self.store.storage.last_entry(ledger)
+        } else {
+            self.store.storage.get_entry(ledger, entry)
+        }
+    }
+
+    pub(super) fn read(self: &Arc<Self>, read: ReadOp) -> Pending {
+        let ledger = read.ledger;
+        let entry = read.entry;
+        let err = move |status| Reply::Read {
+            status,
+            entry,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        };
+        if let Some(key) = &read.fence {
+            let fence_durable = match self.fence(ledger, key) {
+                Ok(d) => d,
+                Err(status) => return ready(err(status)),
+            };
+            let me = self.clone();
+            return Box::pin(async move {
+                let read = blocking(move || me.read_entry(ledger, entry))
+                    .await
+                    .unwrap_or_else(|| Err(StorageError::Lost("read task")));
+                match read {
+                    Err(e) => err(status(&e, At::Storage)),
+                    Ok(body) => match fence_durable.await {
+                        // sem §6.2: v3 fence responses carry body but no maxLAC.
+                        Ok(()) => Reply::Read {
+                            status: Status::Ok,
+                            entry,
+                            body: Some(body),
+                            max_lac: None,
+                            lac_update_timestamp: None,
+                        },
+                        Err(e) => err(status(&e, At::Journal)),
+                    },
+                }
+            });
+        }
+        let me = self.clone();
+        match read.long_poll {
+            None => Box::pin(async move {
+                blocking(move || match me.read_entry(ledger, entry) {
+                    Err(e) => err(status(&e, At::Storage)),
+                    Ok(body) => Reply::Read {
+                        status: Status::Ok,
+                        entry,
+                        body: Some(body),
+                        max_lac: me.last_add_confirmed(ledger).ok(),
+                        lac_update_timestamp: None,
+                    },
+                })
+                .await
+                .unwrap_or_else(|| err(Status::Io))
+            }),
+            Some(lp) => Box::pin(me.long_poll(ledger, entry, lp)),
+        }
+    }
+
+    /// v2 batch read (sem §10.3, the 4.17.x selection: first entry always, then stop at
+    /// the first entry that would exceed maxSize or cannot be read).
+    pub(super) fn batch_read(self: &Arc<Self>, batch: BatchReadOp) -> Pending {
+        let fail = |status| Reply::BatchRead {
+            status,
+            entries: Vec::new(),
+        };
+        let fence_durable = match &batch.fence {
+            Some(key) => match self.fence(batch.ledger, key) {
+                Ok(d) => Some(d),
+                Err(status) => return ready(fail(status)),
+            },
+            None => None,
+        };
+        let me = self.clone();
+        Box::pin(async move {
+            let selected = blocking(move || me.select_batch(&batch))
+                .await
+                .unwrap_or(Err(Status::Io));
+            let entries = match selected {
+                Ok(entries) => entries,
+                Err(status) => return fail(status),
+            };
+            if let Some(durable) = fence_durable {
+                if let Err(e) = durable.await {
+                    return fail(status(&e, At::Journal));
+                }
+            }
+            Reply::BatchRead {
+                status: Status::Ok,
+                entries,
+            }
+        })
+    }
+
+    /// The entries of a batch read, or the first entry's error.
+    fn select_batch(&self, batch: &BatchReadOp) -> Result<Vec<Bytes>, Status> {
+        let max_size = if batch.max_size <= 0 {
+            self.options.max_batch_read_size
+        } else {
+            (batch.max_size as u64).min(self.options.max_batch_read_size)
+        };
+        let mut size: u64 = 36;
+        let mut entries = Vec::new();
+        let mut id = batch.start;
+        loop {
+            if batch.max_count > 0 && entries.len() >= batch.max_count as usize {
+                break;
+            }
+            match self.read_entry(batch.ledger, id) {
+                Ok(body) => {
+                    let add = 4 + body.len() as u64;
+                    if !entries.is_empty() && size + add > max_size {
+                        break;
+                    }
+                    size += add;
+                    entries.push(body);
+                }
+                Err(e) if entries.is_empty() => return Err(status(&e, At::Storage)),
+                Err(_) => break,
+            }
+            match id.checked_add(1) {
+                Some(next) if batch.start != -1 => id = next,
+                _ => break,
+            }
+        }
+        Ok(entries)
+    }
+}

@@ -1,0 +1,166 @@
+//! Garbage collection of deleted ledgers: the scan token that protects ledgers created
+//! during a metadata scan, ledger deletion with durable tombstones, and removal of
+//! segment files left with nothing live.
+//!
+//! Invariants: a ledger first seen after [`EntryLog::begin_gc_scan`] is never deleted by
+//! the [`EntryLog::gc`] call that uses its token; a deletion is durable (tombstone in the
+//! ledger-state file) before `gc` / `delete_ledger` returns, so journal replay cannot
+//! bring the ledger back; a segment file is removed only once no live run points at it.
+
+use crate::metrics::EntryLogMetrics as M;
+use crate::{EntryLog, Error, GcReport, Result, Shared};
+use bk_disk::Disk;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Returned by [`EntryLog::begin_gc_scan`]: ledgers first seen after it are never
+/// dropped by the [`EntryLog::gc`] call that uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcScanToken(pub(crate) u64);
+
+impl EntryLog {
+    /// Deletes one ledger now and makes the deletion durable before returning.
+    pub fn delete_ledger(&self, ledger: u64) -> Result<bool> {
+        let deleted = self.shared.delete_ledgers(&[ledger]);
+        self.shared.persist_state(false)?;
+        self.shared.remove_dead_segments()?;
+        Ok(deleted.len() == 1)
+    }
+
+    /// Starts a GC scan: ledgers first seen after this call are kept by `gc`.
+    pub fn begin_gc_scan(&self) -> GcScanToken {
+        let mut g = self.shared.inner.lock();
+        g.generation += 1;
+        GcScanToken(g.generation)
+    }
+
+    /// Deletes every ledger that existed before `token` was taken and for which
+    /// `live(ledger)` is false; persists the deletions, and removes segment files left
+    /// with nothing live. `live` is called under the index lock: it must be cheap
+    /// (a set lookup).
+    pub fn gc(&self, token: GcScanToken, live: &dyn Fn(u64) -> bool) -> Result<GcReport> {
+        let victims: Vec<u64> = {
+            let g = self.shared.inner.lock();
+            g.index
+                .ledgers
+                .iter()
+                .filter(|(l, m)| m.created_gen < token.0 && !live(**l))
+                .map(|(l, _)| *l)
+                .collect()
+        };
+        let deleted = self.shared.delete_ledgers_if(&victims, token);
+        if !deleted.is_empty() {
+            self.shared.persist_state(false)?;
+        }
+        let (removed, reclaimed) = self.shared.remove_dead_segments()?;
+        M::add(
+            &self.shared.metrics.reclaimed_deletion_space_bytes,
+            reclaimed,
+        );
+        Ok(GcReport {
+            deleted_ledgers: deleted,
+            removed_segments: removed,
+            reclaimed_bytes: reclaimed,
+        })
+    }
+}
+
+impl Shared {
+    pub(crate) fn delete_ledgers(&self, ledgers: &[u64]) -> Vec<u64> {
+        self.delete_ledgers_if(ledgers, GcScanToken(u64::MAX))
+    }
+
+    /// Deletes ledgers created before `token`; returns the ids deleted, ascending.
+    pub(crate) fn delete_ledgers_if(&self, ledgers: &[u64], token: GcScanToken) -> Vec<u64> {
+        let mut dropped = HashSet::new();
+        {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            let at = g.checkpoints;
+            for l in ledgers {
+                if g.index
+                    .ledgers
+                    .get(l)
+                    .is_some_and(|m| m.created_gen < token.0)
+                {
+                    g.index.remove_ledger(*l);
+                    g.active.remove_ledger(*l);
+                    g.tombstones.insert(*l, at);
+                    dropped.insert(*l);
+                }
+            }
+            self.update_gauges_locked(g);
+        }
+        self.read_cache.lock().remove_ledgers(&dropped);
+        M::add(&self.metrics.deleted_ledger_total, dropped.len() as u64);
+        let mut deleted: Vec<u64> = dropped.into_iter().collect();
+        deleted.sort_unstable();
+        deleted
+    }
+
+    /// Closes every reader's handle on a segment, then removes the file.
+    pub(crate) fn remove_segment_file(
+        &self,
+        disk: &mut dyn Disk,
+        seg: u64,
+        path: &Path,
+    ) -> Result<()> {
+        for r in &self.readers {
+            let mut r = r.lock();
+            if let Some(f) = r.files.remove(&seg) {
+                let _ = r.disk.close(f);
+            }
+        }
+        match disk.remove(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(format!("removing {}", path.display()), e)),
+        }
+    }
+
+    /// Removes segments with no live bytes (not being compacted). Returns (count, bytes).
+    pub(crate) fn remove_dead_segments(&self) -> Result<(usize, u64)> {
+        let dead: Vec<(u64, usize, u64)> = {
+            let mut g = self.inner.lock();
+            let ids: Vec<u64> = g
+                .index
+                .segments
+                .iter()
+                .filter(|(_, s)| s.live_bytes == 0 && !s.compacting)
+                .map(|(id, _)| *id)
+                .collect();
+            let mut v = Vec::new();
+            for id in ids {
+                // Drop any (dead) runs still pointing at it.
+                if let Some(s) = g.index.segments.get(&id) {
+                    for l in s.ledgers.clone() {
+                        if let Some(m) = g.index.ledgers.get_mut(&l) {
+                            m.runs.retain(|r| r.seg != id);
+                        }
+                    }
+                }
+                if let Some(s) = g.index.remove_segment(id) {
+                    v.push((id, s.dir, s.file_len));
+                }
+            }
+            self.update_gauges_locked(&g);
+            v
+        };
+        if dead.is_empty() {
+            return Ok((0, 0));
+        }
+        let mut disk = self.aux_disk.lock();
+        let mut dirs = HashSet::new();
+        let mut bytes = 0;
+        for (id, dir, len) in &dead {
+            self.remove_segment_file(disk.as_mut(), *id, &self.seg_path(*dir, *id))?;
+            dirs.insert(*dir);
+            bytes += len;
+        }
+        for d in dirs {
+            disk.sync_dir(&self.dirs[d])
+                .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
+        }
+        Ok((dead.len(), bytes))
+    }
+}

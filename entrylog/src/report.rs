@@ -1,0 +1,23 @@
+//! What the maintenance passes report to their caller (the bookie logs them).
+
+/// What a GC pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The ledgers this pass deleted, ascending (the bookie drops their in-memory
+    /// state and logs them).
+    pub deleted_ledgers: Vec<u64>,
+    pub removed_segments: usize,
+    pub reclaimed_bytes: u64,
+}
+
+/// What a compaction pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// Segments rewritten (their files are gone).
+    pub compacted_segments: usize,
+    /// New segments written (a merge turns several segments into one).
+    pub output_segments: usize,
+    pub removed_segments: usize,
+    pub bytes_copied: u64,
+    pub reclaimed_bytes: u64,
+}
