@@ -164,7 +164,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     metrics.set_server_status(server_status(bookie.is_read_only()));
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
-    // 5. Wait for a signal or a lost registration.
+    // 5. Wait for a signal, or for ZooKeeper to refuse our authentication.
     let mut exit_code = 0;
     let mut fatal = registration.as_ref().map(|r| r.fatal());
     tokio::select! {
