@@ -5,8 +5,8 @@
 //!
 //! `bookie --conf bk_server.conf [flags]`, or with no file:
 //! `bookie --standalone --data-dir ./data` (journal and ledgers under one directory, no
-//! ZooKeeper). Exit code: 0 after an orderly shutdown, non-zero on start-up failure, lost
-//! registration or a fatal storage error. `BOOKIE_IO_THREADS=n` sets the number of network
+//! ZooKeeper). Exit code: 0 after an orderly shutdown, non-zero on start-up failure, a fatal
+//! storage error or a refused ZooKeeper authentication. `BOOKIE_IO_THREADS=n` sets the number of network
 //! threads (1 = a single current-thread runtime; the default on one or two cores, one per
 //! core otherwise).
 
