@@ -16,7 +16,7 @@
 //!
 //! Invariants: a malformed frame closes that one connection (no response, like the Java
 //! bookie); nothing here panics on input; every buffer is bounded (receive buffer by the
-//! frame limit, response queue by count and bytes, in-progress work by [`limits`]).
+//! frame limit and, before it is allocated or read into, the global byte budget, response queue by count and bytes, in-progress work by [`limits`]).
 
 pub mod codec;
 pub mod limits;
@@ -224,6 +224,18 @@ impl Server {
         self.shared.connections.load(Ordering::Relaxed)
     }
 
+    /// The byte budget right now: (bytes held by receive buffers, bytes of the
+    /// partial-frame share reserved, size of that share, budget bytes free).
+    pub fn byte_budget(&self) -> (usize, usize, usize, usize) {
+        let l = &self.shared.limits;
+        (
+            l.buffered_bytes(),
+            l.partial_bytes(),
+            l.partial_share(),
+            l.available().2,
+        )
+    }
+
     /// Stops accepting and reading new requests, then waits (up to the drain timeout) for
     /// every request already read to be answered. Returns whether it drained fully.
     pub async fn shutdown(self) -> bool {
@@ -300,21 +312,35 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     let conn_limits = shared.limits.connection();
     let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
     let mut protocol = codec::ConnectionProtocol::default();
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    // Invariant at every await: `budget.held() >= buf.capacity()` (the buffer's memory is
+    // in the global byte budget before it is allocated or read into).
+    let mut read_budget = shared.limits.buffer_budget();
+    let mut buf = BytesMut::new();
     let mut shutdown = shared.shutdown.clone();
 
     let result = 'conn: loop {
         // Hand out every complete frame already buffered before reading more.
         loop {
+            let total = match decoder.peek_len(&buf) {
+                Ok(Some(len)) => len + bk_proto::frame::FRAME_PREFIX_BYTES,
+                Ok(None) => break,
+                Err(e) => break 'conn Err(format!("bad frame: {e}")),
+            };
+            if buf.len() < total {
+                break;
+            }
             let frame = match decoder.decode(&mut buf) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => break 'conn Err(format!("bad frame: {e}")),
             };
+            // The frame's bytes leave the buffer's budget for the request's: counted once.
+            let frame_bytes = read_budget.take(total);
             let frame_len = frame.len();
             match codec::decode(frame, &mut protocol) {
                 Decoded::Close(reason) => break 'conn Err(reason),
                 Decoded::Reply(bytes) => {
+                    drop(frame_bytes);
                     let queued = budget.queue(bytes).await;
                     if tx.send(queued).await.is_err() {
                         break 'conn Err("writer gone".into());
@@ -328,7 +354,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     }
                     let in_flight = InFlight::new(&shared);
                     let permit = tokio::select! {
-                        p = conn_limits.acquire(limits::kind_of(&op), frame_len) => p,
+                        p = conn_limits.admit(limits::kind_of(&op), frame_bytes) => p,
                         _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
                     };
                     let pending = shared.dispatch(op);
@@ -360,10 +386,13 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         if *shutdown.borrow() {
             break Ok(());
         }
-        // Make room for at least a header's worth without growing past the frame limit:
-        // the decoder reserved the rest of a frame once its prefix was seen.
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(64 * 1024);
+        // Room for the next read, in the byte budget before it is allocated.
+        let prepared = tokio::select! {
+            r = prepare_read(&mut buf, &mut read_budget, &decoder, &shared.limits) => r,
+            _ = shutdown.wait_for(|s| *s) => break Ok(()),
+        };
+        if let Err(e) = prepared {
+            break Err(e);
         }
         tokio::select! {
             n = reader.read_buf(&mut buf) => match n {
@@ -378,6 +407,79 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // Let queued responses go out (the writer ends when every sender is gone).
     let _ = writer_task.await;
     result
+}
+
+/// Read size while the byte budget is roomy, and while it is tight
+/// ([`Limits::bytes_tight`]).
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+const TIGHT_READ_CHUNK_BYTES: usize = 4 * 1024;
+
+/// Makes `buf` ready for one read, with its whole capacity in the byte budget first.
+///
+/// - A large frame (over [`limits::SMALL_FRAME_BYTES`]) whose prefix has arrived is
+///   reserved whole from the partial-frame share; the buffer then grows geometrically
+///   with what arrives, never past the frame, so a read never takes bytes of the next
+///   frame while the share is held.
+/// - Otherwise the buffer gets room for one chunk (and at least the rest of a known
+///   small frame).
+///
+/// The buffer is reallocated to an exact capacity (never `BytesMut::reserve`, which may
+/// double), so its memory is what the budget holds.
+async fn prepare_read(
+    buf: &mut BytesMut,
+    budget: &mut limits::BufferBudget,
+    decoder: &FrameDecoder,
+    limits: &Limits,
+) -> Result<(), String> {
+    let frame_total = decoder
+        .peek_len(buf)
+        .map_err(|e| format!("bad frame: {e}"))?
+        .map(|len| len + bk_proto::frame::FRAME_PREFIX_BYTES);
+    let len = buf.len();
+    let spare = buf.capacity() - len;
+    match frame_total {
+        Some(total) if total > limits::SMALL_FRAME_BYTES => {
+            if !budget.has_frame_reservation() {
+                // Wait holding only the bytes already here.
+                if spare > 0 {
+                    *buf = exact_copy(buf, len);
+                }
+                budget.shrink_to(buf.capacity());
+                budget.reserve_frame(total).await;
+            }
+            if buf.capacity() == len {
+                let grown = (len * 2).max(len + READ_CHUNK_BYTES).min(total);
+                *buf = exact_copy(buf, grown);
+            }
+        }
+        _ => {
+            if len == 0 && spare < TIGHT_READ_CHUNK_BYTES {
+                // Between frames: hold nothing while waiting for the budget.
+                *buf = BytesMut::new();
+                budget.shrink_to(0);
+            }
+            let chunk = if limits.bytes_tight() {
+                TIGHT_READ_CHUNK_BYTES
+            } else {
+                READ_CHUNK_BYTES
+            };
+            let need = frame_total.map_or(1, |total| total - len);
+            if spare < need.max(TIGHT_READ_CHUNK_BYTES / 4) {
+                let want = len + chunk.max(need);
+                budget.cover(buf.capacity() + want).await;
+                *buf = exact_copy(buf, want);
+                budget.shrink_to(buf.capacity());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A buffer of exactly `capacity` (at least `buf.len()`) holding `buf`'s bytes.
+fn exact_copy(buf: &BytesMut, capacity: usize) -> BytesMut {
+    let mut fresh = BytesMut::with_capacity(capacity.max(buf.len()));
+    fresh.extend_from_slice(buf);
+    fresh
 }
 
 /// Writes queued responses, coalescing whatever is already queued (up to 256 KiB) into

@@ -7,10 +7,29 @@
 //! throttle by pausing reads, never an error). A permit is released when the response
 //! has been queued for writing (or the connection is gone).
 //!
-//! Invariant: semaphores are always acquired in the order connection -> global count ->
-//! global bytes, and every holder finishes without needing another permit, so waiting
-//! cannot deadlock.
+//! Bytes a connection has read but not yet handed out as a request (its receive
+//! buffer) take from the same global byte budget *before* the socket is read
+//! ([`BufferBudget`]), so at the cap the bookie stops reading sockets for partial frames
+//! as for whole ones. When a frame is complete its bytes move into the request's
+//! [`Permit`]: each byte is counted exactly once while it is in memory.
+//!
+//! A frame larger than [`SMALL_FRAME_BYTES`] is reserved whole, as soon as its prefix
+//! is seen, from a *partial-frame share* (3/4 of the byte budget) and then from the
+//! budget; its buffer still grows only with the bytes that arrive. Small requests
+//! therefore always find at least 1/4 of the budget however many peers hold large
+//! frames half-sent, and the peers beyond the share are simply not read (their bytes
+//! stay in the kernel's socket buffers).
+//!
+//! Invariant (no deadlock): a reader waits holding at most its buffer's budget permits;
+//! it takes the partial share in one acquire and never waits for more of it while holding
+//! some (a holder of the share needs only its peer's bytes to finish its frame, then hands
+//! the bytes on); request counts are taken in the order connection -> global count while
+//! holding the frame's bytes, and every count holder finishes without another permit.
+//! Known limit: a reader that holds a few KiB of an unfinished small frame waits for the
+//! rest of it while holding them; enough such stalled peers (1/4 of the budget's worth)
+//! could still fill the budget. Closing peers that stall at the cap is the next step.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -86,12 +105,29 @@ pub fn kind_of(op: &Op) -> Kind {
     }
 }
 
+/// Frames up to this size (prefix included) are read in ordinary chunks; larger ones
+/// are reserved whole from the partial-frame share before their payload is read.
+pub const SMALL_FRAME_BYTES: usize = 64 * 1024;
+
+/// Share of the byte budget that frames larger than [`SMALL_FRAME_BYTES`] may hold
+/// while they are being received: numerator / denominator.
+pub const PARTIAL_SHARE: (usize, usize) = (3, 4);
+
 /// The bookie-wide semaphores.
 pub struct Limits {
     config: LimitsConfig,
     writes: Arc<Semaphore>,
     reads: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
+    /// Permits of `bytes` (capped at u32::MAX).
+    bytes_total: usize,
+    /// The partial-frame share: large frames being received.
+    partial: Arc<Semaphore>,
+    partial_total: usize,
+    /// Budget bytes held by connections' receive buffers (not yet requests).
+    buffered: AtomicUsize,
+    /// Connections waiting for the partial-frame share.
+    partial_waiters: AtomicUsize,
 }
 
 /// Permits held by one request; released on drop.
@@ -104,14 +140,51 @@ pub struct Permit {
 impl Limits {
     pub fn new(config: &LimitsConfig) -> Self {
         let cap = |v: usize| v.clamp(1, Semaphore::MAX_PERMITS);
+        let bytes_total = cap(config.max_bytes_in_progress).min(u32::MAX as usize);
+        let partial_total = (bytes_total / PARTIAL_SHARE.1 * PARTIAL_SHARE.0).max(1);
         Limits {
             writes: Arc::new(Semaphore::new(cap(config.max_adds_in_progress))),
             reads: Arc::new(Semaphore::new(cap(config.max_reads_in_progress))),
-            bytes: Arc::new(Semaphore::new(
-                cap(config.max_bytes_in_progress).min(u32::MAX as usize),
-            )),
+            bytes: Arc::new(Semaphore::new(bytes_total)),
+            bytes_total,
+            partial: Arc::new(Semaphore::new(partial_total)),
+            partial_total,
+            buffered: AtomicUsize::new(0),
+            partial_waiters: AtomicUsize::new(0),
             config: config.clone(),
         }
+    }
+
+    /// The byte accounting of one connection's receive buffer.
+    pub fn buffer_budget(self: &Arc<Self>) -> BufferBudget {
+        BufferBudget {
+            limits: self.clone(),
+            bytes: None,
+            partial: None,
+        }
+    }
+
+    /// Budget bytes now held by receive buffers (read, not yet handed out as requests).
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffered.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the partial-frame share now reserved by large frames being received.
+    pub fn partial_bytes(&self) -> usize {
+        self.partial_total - self.partial.available_permits()
+    }
+
+    /// Size of the partial-frame share.
+    pub fn partial_share(&self) -> usize {
+        self.partial_total
+    }
+
+    /// Whether the byte budget is tight: connections wait for the partial-frame share,
+    /// or less than a quarter of the budget is free. Readers then read small chunks, so
+    /// a peer that turns out to be sending a large frame holds little while it waits.
+    pub fn bytes_tight(&self) -> bool {
+        self.partial_waiters.load(Ordering::Relaxed) > 0
+            || self.bytes.available_permits() < self.bytes_total / 4
     }
 
     /// Per-connection semaphores sharing this bookie's global ones.
@@ -142,6 +215,28 @@ pub struct ConnectionLimits {
 }
 
 impl ConnectionLimits {
+    /// Waits until a request of `kind` may proceed, its bytes already held (taken from
+    /// the connection's [`BufferBudget`] when its frame was complete).
+    pub async fn admit(&self, kind: Kind, bytes: Option<OwnedSemaphorePermit>) -> Permit {
+        let (conn, global) = match kind {
+            Kind::Write => (&self.writes, &self.global.writes),
+            Kind::Read => (&self.reads, &self.global.reads),
+        };
+        let connection = match conn.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => std::future::pending().await,
+        };
+        let global = match global.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => std::future::pending().await,
+        };
+        Permit {
+            _connection: connection,
+            _global: global,
+            _bytes: bytes,
+        }
+    }
+
     /// Waits until a request of `kind` carrying `bytes` request bytes may proceed.
     pub async fn acquire(&self, kind: Kind, bytes: usize) -> Permit {
         let (conn, global) = match kind {
@@ -174,6 +269,117 @@ impl ConnectionLimits {
             _global: global,
             _bytes: bytes,
         }
+    }
+}
+
+/// One connection's share of the byte budget for its receive buffer. The reader keeps
+/// `held() >= buffer capacity` at every await point: it calls [`BufferBudget::cover`]
+/// (or [`BufferBudget::reserve_frame`]) *before* it allocates or reads, and
+/// [`BufferBudget::take`] moves a complete frame's bytes into its request.
+pub struct BufferBudget {
+    limits: Arc<Limits>,
+    bytes: Option<OwnedSemaphorePermit>,
+    /// The partial-frame share held for the large frame now being received.
+    partial: Option<OwnedSemaphorePermit>,
+}
+
+impl BufferBudget {
+    /// Budget bytes held for the buffer.
+    pub fn held(&self) -> usize {
+        self.bytes.as_ref().map_or(0, |p| p.num_permits())
+    }
+
+    /// Whether the frame being received holds the partial-frame share.
+    pub fn has_frame_reservation(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    fn add(&mut self, p: OwnedSemaphorePermit) {
+        self.limits
+            .buffered
+            .fetch_add(p.num_permits(), Ordering::Relaxed);
+        match &mut self.bytes {
+            Some(held) => held.merge(p),
+            None => self.bytes = Some(p),
+        }
+    }
+
+    /// Waits until at least `n` budget bytes are held (`n` is capped at the budget).
+    pub async fn cover(&mut self, n: usize) {
+        let n = n.min(self.limits.bytes_total);
+        let held = self.held();
+        if n <= held {
+            return;
+        }
+        let want = (n - held) as u32;
+        match self.limits.bytes.clone().acquire_many_owned(want).await {
+            Ok(p) => self.add(p),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Gives back budget bytes above `n`.
+    pub fn shrink_to(&mut self, n: usize) {
+        let held = self.held();
+        if n < held {
+            if let Some(p) = self.bytes.as_mut().and_then(|p| p.split(held - n)) {
+                self.limits.buffered.fetch_sub(held - n, Ordering::Relaxed);
+                drop(p);
+            }
+        }
+    }
+
+    /// Reserves a large frame of `total` bytes whole: the partial-frame share first (one
+    /// acquire, never topped up), then the budget. Call it holding only the bytes of the
+    /// frame already buffered.
+    pub async fn reserve_frame(&mut self, total: usize) {
+        let share = total.min(self.limits.partial_total) as u32;
+        let partial = match self.limits.partial.clone().try_acquire_many_owned(share) {
+            Ok(p) => p,
+            Err(_) => {
+                let limits = self.limits.clone();
+                limits.partial_waiters.fetch_add(1, Ordering::Relaxed);
+                let _waiting = Waiting(&limits.partial_waiters);
+                match limits.partial.clone().acquire_many_owned(share).await {
+                    Ok(p) => p,
+                    Err(_) => std::future::pending().await,
+                }
+            }
+        };
+        self.partial = Some(partial);
+        self.cover(total).await;
+    }
+
+    /// Moves a complete frame's `n` bytes out of the buffer's budget, for its request;
+    /// the partial-frame share of a large frame is given back.
+    pub fn take(&mut self, n: usize) -> Option<OwnedSemaphorePermit> {
+        self.partial = None;
+        let held = self.held();
+        let n = n.min(held);
+        if n == 0 {
+            return None;
+        }
+        self.limits.buffered.fetch_sub(n, Ordering::Relaxed);
+        if n == held {
+            self.bytes.take()
+        } else {
+            self.bytes.as_mut().and_then(|p| p.split(n))
+        }
+    }
+}
+
+impl Drop for BufferBudget {
+    fn drop(&mut self) {
+        self.shrink_to(0);
+    }
+}
+
+/// Decrements a waiter count when the wait ends or is cancelled.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
