@@ -417,9 +417,10 @@ const TIGHT_READ_CHUNK_BYTES: usize = 4 * 1024;
 /// Makes `buf` ready for one read, with its whole capacity in the byte budget first.
 ///
 /// - A large frame (over [`limits::SMALL_FRAME_BYTES`]) whose prefix has arrived is
-///   reserved whole from the partial-frame share; the buffer then grows geometrically
-///   with what arrives, never past the frame, so a read never takes bytes of the next
-///   frame while the share is held.
+///   reserved whole from the partial-frame share, and the buffer is then allocated to
+///   exactly the frame (never past it, so a read never takes bytes of the next frame
+///   while the share is held). Growing it step by step would copy a 5 MiB frame about
+///   twice over for no gain in resident memory.
 /// - Otherwise the buffer gets room for one chunk (and at least the rest of a known
 ///   small frame).
 ///
@@ -447,9 +448,10 @@ async fn prepare_read(
                 budget.shrink_to(buf.capacity());
                 budget.reserve_frame(total).await;
             }
-            if buf.capacity() == len {
-                let grown = (len * 2).max(len + READ_CHUNK_BYTES).min(total);
-                *buf = exact_copy(buf, grown);
+            if buf.capacity() < total {
+                // The whole frame is in the budget now: one allocation, no copies as it
+                // arrives. Its pages become resident only as bytes are written into them.
+                *buf = exact_copy(buf, total);
             }
         }
         _ => {

@@ -15,7 +15,7 @@
 //!
 //! A frame larger than [`SMALL_FRAME_BYTES`] is reserved whole, as soon as its prefix
 //! is seen, from a *partial-frame share* (3/4 of the byte budget) and then from the
-//! budget; its buffer still grows only with the bytes that arrive. Small requests
+//! budget; its buffer is then allocated once to exactly the frame. Small requests
 //! therefore always find at least 1/4 of the budget however many peers hold large
 //! frames half-sent, and the peers beyond the share are simply not read (their bytes
 //! stay in the kernel's socket buffers).
