@@ -38,6 +38,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod fsutil;
+mod open_files;
 
 pub mod backend;
 pub mod checked;
