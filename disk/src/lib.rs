@@ -48,6 +48,7 @@ pub mod uring;
 
 pub use backend::{open_disk, DiskConfig, DiskKind, OpenedDisk};
 pub use checked::Checked;
+pub use fsutil::{file_system_space, FileSystemSpace};
 pub use sim::{FaultEvent, Faults, SimDisk, SimFs};
 pub use syscall::SyscallDisk;
 pub use uring::UringDisk;
