@@ -179,7 +179,7 @@ fn write_synced(
             source,
         }
     };
-    let aligned = data.len() % SECTOR == 0;
+    let aligned = data.len().is_multiple_of(SECTOR);
     if !data.is_empty() {
         let mut buf = AlignedBuf::with_capacity(data.len());
         if !buf.extend_from_slice(data) {

@@ -363,5 +363,9 @@ fn read_small_text_reads_the_real_file_system() {
     replace_file(&mut disk, &path, &[0xff, 0xfe], false).unwrap();
     let e = read_small_text(&path, 1 << 20).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-    assert!(!bk_disk::small_file::temp_path(&path).exists());
+    assert_eq!(
+        disk.list_dir(dir.path()).unwrap(),
+        vec![PathBuf::from("bk.conf")],
+        "no temp file left"
+    );
 }
