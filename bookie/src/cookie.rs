@@ -20,7 +20,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bk_disk::{run_one, AlignedBuf, Disk, Op, OpenOptions};
+use bk_disk::Disk;
 
 /// Cookie layout version written by current Java bookies.
 pub const CURRENT_COOKIE_LAYOUT_VERSION: u32 = 5;
@@ -582,45 +582,17 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CookieError + '_ {
 
 /// Reads a whole small file through the disk; None if it does not exist.
 fn read_small_file(disk: &mut dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, CookieError> {
-    let file = match disk.open(path, OpenOptions::default()) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(path)(e)),
-    };
-    let result = (|| {
-        let len = disk.file_len(file).map_err(io_err(path))?;
-        if len > MAX_COOKIE_BYTES {
-            return Err(CookieError::Corrupt {
+    match bk_disk::read_small_file(disk, path, false, MAX_COOKIE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => match bk_disk::TooLarge::of(&e) {
+            Some(t) => Err(CookieError::Corrupt {
                 location: path.display().to_string(),
-                reason: format!("{len} bytes is too large for a cookie"),
-            });
-        }
-        let want = bk_disk::round_up(len as usize, bk_disk::SECTOR).max(bk_disk::SECTOR);
-        let c = run_one(
-            disk,
-            Op::Read {
-                file,
-                offset: 0,
-                len: want,
-                buf: AlignedBuf::with_capacity(want),
-            },
-        );
-        let n = c.result.map_err(io_err(path))?;
-        let buf = c
-            .buf
-            .ok_or_else(|| io_err(path)(io::Error::other("read completion without buffer")))?;
-        if (n as u64) < len {
-            return Err(io_err(path)(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "short read",
-            )));
-        }
-        Ok(Some(buf.as_slice()[..len as usize].to_vec()))
-    })();
-    let closed = disk.close(file).map_err(io_err(path));
-    let out = result?;
-    closed?;
-    Ok(out)
+                reason: format!("{} bytes is too large for a cookie", t.len),
+            }),
+            None => Err(io_err(path)(e)),
+        },
+    }
 }
 
 /// Reads `<dir>/current/VERSION` and lists `current/` (and checks the parent for pre-v3 files).
@@ -677,7 +649,8 @@ pub fn read_dir_cookie(
     })
 }
 
-/// Writes `<dir>/current/VERSION` atomically and durably.
+/// Writes `<dir>/current/VERSION` atomically and durably (`bk_disk::replace_file`: the
+/// text goes to `VERSION.tmp`, exactly its length, fdatasync, rename, directory sync).
 pub fn write_dir_cookie(
     disk: &mut dyn Disk,
     dir: &Path,
@@ -685,46 +658,9 @@ pub fn write_dir_cookie(
 ) -> Result<(), CookieError> {
     let current = dir.join("current");
     disk.create_dir_all(&current).map_err(io_err(&current))?;
-    let tmp = current.join("VERSION.tmp");
     let path = current.join(VERSION_FILE);
-    let text = cookie.to_text();
-    let opts = OpenOptions {
-        create: true,
-        write: true,
-        ..Default::default()
-    };
-    let file = disk.open(&tmp, opts).map_err(io_err(&tmp))?;
-    let result = (|| {
-        disk.set_len(file, 0).map_err(io_err(&tmp))?;
-        let mut buf = AlignedBuf::with_capacity(text.len());
-        if !buf.extend_from_slice(text.as_bytes()) {
-            return Err(io_err(&tmp)(io::Error::other(
-                "cookie larger than its buffer",
-            )));
-        }
-        buf.pad_to_sector();
-        let c = run_one(
-            disk,
-            Op::Write {
-                file,
-                offset: 0,
-                buf,
-            },
-        );
-        c.result.map_err(io_err(&tmp))?;
-        // The write is sector-padded; cut the file to the exact text before syncing.
-        disk.set_len(file, text.len() as u64)
-            .map_err(io_err(&tmp))?;
-        let c = run_one(disk, Op::Fdatasync { file });
-        c.result.map_err(io_err(&tmp))?;
-        Ok(())
-    })();
-    let closed = disk.close(file).map_err(io_err(&tmp));
-    result?;
-    closed?;
-    disk.rename(&tmp, &path).map_err(io_err(&path))?;
-    disk.sync_dir(&current).map_err(io_err(&current))?;
-    Ok(())
+    bk_disk::replace_file(disk, &path, cookie.to_text().as_bytes(), false)
+        .map_err(|e| io_err(&e.path)(e.source))
 }
 
 /// Reads the cookie state of every configured directory (journal dirs first).

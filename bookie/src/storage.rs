@@ -409,28 +409,18 @@ struct FsSpace {
 
 fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
     use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| StorageError::Invalid(format!("path with NUL: {}", dir.display())))?;
-    // SAFETY: statvfs writes into a zeroed struct we own; the path is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers as above.
-    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut st) };
-    if rc != 0 {
-        return Err(StorageError::Io(format!(
-            "statvfs {}: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
+    if dir.as_os_str().as_bytes().contains(&0) {
+        return Err(StorageError::Invalid(format!(
+            "path with NUL: {}",
+            dir.display()
         )));
     }
-    let frsize = if st.f_frsize > 0 {
-        st.f_frsize
-    } else {
-        st.f_bsize
-    };
+    let s = bk_disk::file_system_space(dir)
+        .map_err(|e| StorageError::Io(format!("statvfs {}: {e}", dir.display())))?;
     Ok(FsSpace {
-        fsid: st.f_fsid,
-        total: (st.f_blocks as u64).saturating_mul(frsize),
-        free: (st.f_bavail as u64).saturating_mul(frsize),
+        fsid: s.fsid,
+        total: s.space.total_bytes,
+        free: s.space.free_bytes,
     })
 }
 

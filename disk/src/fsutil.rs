@@ -1,6 +1,7 @@
 //! Real-file-system helpers shared by the `syscall` and `uring` backends: opening a
 //! file (with the O_DIRECT fallback), the synchronous namespace operations, and
-//! `statvfs`. Nothing here keeps state.
+//! `statvfs` (also public as [`file_system_space`], for callers that need the file
+//! system's id). Nothing here keeps state.
 //!
 //! Invariants:
 //! - `create_dir_all` makes every directory it creates durable: after each `mkdir`
@@ -143,8 +144,20 @@ pub(crate) fn list_dir(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(names)
 }
 
-/// `statvfs` of the file system holding `dir`.
-pub(crate) fn space(dir: &Path) -> io::Result<SpaceInfo> {
+/// One `statvfs` of the file system holding a directory, with the file system's id,
+/// so a caller summing over several directories counts each file system once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSystemSpace {
+    /// `statvfs.f_fsid`: equal for two directories on the same file system.
+    pub fsid: u64,
+    /// Total and free (available to this process) bytes.
+    pub space: SpaceInfo,
+}
+
+/// `statvfs` of the file system holding `dir` (the real file system, whatever the
+/// backend: the simulated disk answers [`crate::Disk::space`] itself). Sizes are in
+/// `f_frsize` units, or `f_bsize` where a file system reports `f_frsize` as 0.
+pub fn file_system_space(dir: &Path) -> io::Result<FileSystemSpace> {
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: statvfs is plain old data; zeroed is a valid value to be overwritten.
@@ -154,11 +167,24 @@ pub(crate) fn space(dir: &Path) -> io::Result<SpaceInfo> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    let frsize = st.f_frsize as u64;
-    Ok(SpaceInfo {
-        total_bytes: (st.f_blocks as u64).saturating_mul(frsize),
-        free_bytes: (st.f_bavail as u64).saturating_mul(frsize),
+    let unit = if st.f_frsize > 0 {
+        st.f_frsize
+    } else {
+        st.f_bsize
+    } as u64;
+    Ok(FileSystemSpace {
+        fsid: st.f_fsid as u64,
+        space: SpaceInfo {
+            total_bytes: (st.f_blocks as u64).saturating_mul(unit),
+            free_bytes: (st.f_bavail as u64).saturating_mul(unit),
+        },
     })
+}
+
+/// `statvfs` of the file system holding `dir` ([`crate::Disk::space`] of the real
+/// backends).
+pub(crate) fn space(dir: &Path) -> io::Result<SpaceInfo> {
+    file_system_space(dir).map(|s| s.space)
 }
 
 /// fallocate(mode 0). Where the file system does not support it (EOPNOTSUPP), the

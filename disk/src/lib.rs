@@ -15,6 +15,11 @@
 //! offsets and lengths, no overlapping in-flight writes, nothing after close.
 //! `backend::open_disk` builds a production instance from a `DiskConfig`
 //! (`DiskKind::Auto` = io_uring, falling back to syscalls where it cannot be set up).
+//! `small_file` holds the one durable replace of a whole file ([`replace_file`]: temp
+//! file, fdatasync, rename, directory sync) and the one bounded whole-file read
+//! ([`read_small_file`], [`read_small_text`]) over any backend; [`file_system_space`]
+//! is `statvfs` with the file system's id. `open_files` is the open-file table and the
+//! namespace operations the two real-file-system backends share.
 //!
 //! Invariants every backend keeps:
 //! - a completion is reaped exactly once for every submitted operation, with the
@@ -34,20 +39,31 @@
 //!   not yet reaped (EBUSY); at most the queue depth (default [`DEFAULT_QUEUE_DEPTH`])
 //!   operations may be unreaped, beyond that submit fails with EAGAIN.
 
+// This crate is the one place allowed to touch files (ARCHITECTURE.md invariant 1): the
+// workspace clippy.toml forbids std::fs, file-touching libc calls and std::fs::File
+// everywhere else, and this lifts that for the whole crate.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::io;
 use std::path::{Path, PathBuf};
 
 mod fsutil;
+mod open_files;
 
 pub mod backend;
 pub mod checked;
 pub mod sim;
+pub mod small_file;
 pub mod syscall;
 pub mod uring;
 
 pub use backend::{open_disk, DiskConfig, DiskKind, OpenedDisk};
 pub use checked::Checked;
+pub use fsutil::{file_system_space, FileSystemSpace};
 pub use sim::{FaultEvent, Faults, SimDisk, SimFs};
+pub use small_file::{
+    read_small_file, read_small_text, replace_file, ReplaceError, ReplaceStep, TooLarge,
+};
 pub use syscall::SyscallDisk;
 pub use uring::UringDisk;
 

@@ -19,27 +19,18 @@
 //! - `close` fails with EBUSY while completions of that file are not reaped.
 
 use crate::fsutil::{self, errno};
-use crate::{AlignedBuf, Completion, Disk, FileId, Op, OpenOptions, SpaceInfo};
-use std::collections::{HashMap, VecDeque};
+use crate::open_files::{real_namespace_ops, OpenFiles};
+use crate::{AlignedBuf, Completion, Disk, FileId, Op};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-
-struct SysFile {
-    file: File,
-    direct: bool,
-    /// Completions of this file not yet reaped.
-    unreaped: usize,
-}
 
 /// The plain-syscall backend. See the module docs.
 pub struct SyscallDisk {
-    files: HashMap<FileId, SysFile>,
-    next_id: u32,
+    files: OpenFiles,
     done: VecDeque<(FileId, Completion)>,
     queue_depth: usize,
-    direct_refusals: u64,
 }
 
 impl Default for SyscallDisk {
@@ -57,37 +48,21 @@ impl SyscallDisk {
     /// A disk allowing at most `queue_depth` (at least 1) unreaped operations.
     pub fn with_queue_depth(queue_depth: usize) -> Self {
         SyscallDisk {
-            files: HashMap::new(),
-            next_id: 0,
+            files: OpenFiles::default(),
             done: VecDeque::new(),
             queue_depth: queue_depth.max(1),
-            direct_refusals: 0,
         }
     }
 
     /// How many opens asked for O_DIRECT and got a buffered file because the file
     /// system refused O_DIRECT.
     pub fn direct_refusals(&self) -> u64 {
-        self.direct_refusals
+        self.files.direct_refusals()
     }
 
     /// Whether an open file really uses O_DIRECT.
     pub fn is_direct(&self, file: FileId) -> Option<bool> {
-        self.files.get(&file).map(|f| f.direct)
-    }
-
-    fn alloc_id(&mut self) -> FileId {
-        loop {
-            let id = FileId(self.next_id);
-            self.next_id = self.next_id.wrapping_add(1);
-            if !self.files.contains_key(&id) {
-                return id;
-            }
-        }
-    }
-
-    fn get(&self, file: FileId) -> io::Result<&SysFile> {
-        self.files.get(&file).ok_or_else(|| errno(libc::EBADF))
+        self.files.is_direct(file)
     }
 }
 
@@ -160,62 +135,7 @@ fn run_op(file: &File, op: Op) -> Completion {
 }
 
 impl Disk for SyscallDisk {
-    fn open(&mut self, path: &Path, opts: OpenOptions) -> io::Result<FileId> {
-        let opened = fsutil::open_file(path, opts)?;
-        if opened.direct_refused {
-            self.direct_refusals += 1;
-        }
-        let id = self.alloc_id();
-        self.files.insert(
-            id,
-            SysFile {
-                file: opened.file,
-                direct: opened.direct,
-                unreaped: 0,
-            },
-        );
-        Ok(id)
-    }
-
-    fn close(&mut self, file: FileId) -> io::Result<()> {
-        if self.get(file)?.unreaped > 0 {
-            return Err(errno(libc::EBUSY));
-        }
-        self.files.remove(&file);
-        Ok(())
-    }
-
-    fn file_len(&mut self, file: FileId) -> io::Result<u64> {
-        Ok(self.get(file)?.file.metadata()?.len())
-    }
-
-    fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
-        self.get(file)?.file.set_len(len)
-    }
-
-    fn remove(&mut self, path: &Path) -> io::Result<()> {
-        std::fs::remove_file(path)
-    }
-
-    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::rename(from, to)
-    }
-
-    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
-        fsutil::sync_dir(dir)
-    }
-
-    fn create_dir_all(&mut self, dir: &Path) -> io::Result<()> {
-        fsutil::create_dir_all(dir)
-    }
-
-    fn list_dir(&mut self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        fsutil::list_dir(dir)
-    }
-
-    fn space(&mut self, dir: &Path) -> io::Result<SpaceInfo> {
-        fsutil::space(dir)
-    }
+    real_namespace_ops!(files);
 
     fn submit(&mut self, user_data: u64, op: Op) -> io::Result<()> {
         if self.done.len() >= self.queue_depth {
@@ -227,7 +147,7 @@ impl Disk for SyscallDisk {
                 return Err(errno(libc::EINVAL));
             }
         }
-        let f = self.files.get_mut(&id).ok_or_else(|| errno(libc::EBADF))?;
+        let f = self.files.get_mut(id)?;
         let mut c = run_op(&f.file, op);
         c.user_data = user_data;
         f.unreaped += 1;
@@ -239,9 +159,7 @@ impl Disk for SyscallDisk {
         // Every submitted operation has already completed, so `min` is always met.
         let mut out = Vec::with_capacity(self.done.len());
         while let Some((id, c)) = self.done.pop_front() {
-            if let Some(f) = self.files.get_mut(&id) {
-                f.unreaped -= 1;
-            }
+            self.files.reaped(id);
             out.push(c);
         }
         out

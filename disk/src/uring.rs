@@ -40,14 +40,13 @@
 //!   4x the SQ (>= 8 CQEs per operation), so it cannot overflow either;
 //! - `close` fails with EBUSY while operations of that file are not reaped.
 
-use crate::fsutil::{self, errno};
-use crate::{AlignedBuf, Completion, Disk, FileId, Op, OpenOptions, SpaceInfo};
+use crate::fsutil::errno;
+use crate::open_files::{real_namespace_ops, OpenFiles};
+use crate::{AlignedBuf, Completion, Disk, FileId, Op};
 use io_uring::{opcode, squeue, types, IoUring};
-use std::collections::{HashMap, VecDeque};
-use std::fs::File;
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
 
 /// A `WriteDatasync` above this size is split into concurrent chunks of a multiple
 /// of it (see the module docs).
@@ -83,17 +82,10 @@ struct Slot {
     fd: i32,
 }
 
-struct UFile {
-    file: File,
-    direct: bool,
-    unreaped: usize,
-}
-
 /// The io_uring backend. See the module docs.
 pub struct UringDisk {
     ring: IoUring,
-    files: HashMap<FileId, UFile>,
-    next_id: u32,
+    files: OpenFiles,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     ready: VecDeque<(FileId, Completion)>,
@@ -102,7 +94,6 @@ pub struct UringDisk {
     unreaped: usize,
     /// Operations whose CQEs have not all arrived.
     in_kernel: usize,
-    direct_refusals: u64,
     /// Set when io_uring_enter failed for good: every later submit fails with EIO and
     /// late CQEs are ignored (their slots were already reported failed).
     broken: bool,
@@ -140,36 +131,30 @@ impl UringDisk {
         }
         Ok(UringDisk {
             ring,
-            files: HashMap::new(),
-            next_id: 0,
+            files: OpenFiles::default(),
             slots: (0..queue_depth).map(|_| None).collect(),
             free: (0..queue_depth).rev().collect(),
             ready: VecDeque::new(),
             queue_depth,
             unreaped: 0,
             in_kernel: 0,
-            direct_refusals: 0,
             broken: false,
         })
     }
 
     /// How many opens asked for O_DIRECT and were refused it by the file system.
     pub fn direct_refusals(&self) -> u64 {
-        self.direct_refusals
+        self.files.direct_refusals()
     }
 
     /// Whether an open file really uses O_DIRECT.
     pub fn is_direct(&self, file: FileId) -> Option<bool> {
-        self.files.get(&file).map(|f| f.direct)
+        self.files.is_direct(file)
     }
 
     /// The bound on unreaped operations.
     pub fn queue_depth(&self) -> usize {
         self.queue_depth
-    }
-
-    fn get(&self, file: FileId) -> io::Result<&UFile> {
-        self.files.get(&file).ok_or_else(|| errno(libc::EBADF))
     }
 
     /// Moves every available CQE into its slot; finished slots become completions.
@@ -337,68 +322,7 @@ fn finish(mut slot: Slot) -> Completion {
 }
 
 impl Disk for UringDisk {
-    fn open(&mut self, path: &Path, opts: OpenOptions) -> io::Result<FileId> {
-        let opened = fsutil::open_file(path, opts)?;
-        if opened.direct_refused {
-            self.direct_refusals += 1;
-        }
-        let id = loop {
-            let id = FileId(self.next_id);
-            self.next_id = self.next_id.wrapping_add(1);
-            if !self.files.contains_key(&id) {
-                break id;
-            }
-        };
-        self.files.insert(
-            id,
-            UFile {
-                file: opened.file,
-                direct: opened.direct,
-                unreaped: 0,
-            },
-        );
-        Ok(id)
-    }
-
-    fn close(&mut self, file: FileId) -> io::Result<()> {
-        if self.get(file)?.unreaped > 0 {
-            return Err(errno(libc::EBUSY));
-        }
-        self.files.remove(&file);
-        Ok(())
-    }
-
-    fn file_len(&mut self, file: FileId) -> io::Result<u64> {
-        Ok(self.get(file)?.file.metadata()?.len())
-    }
-
-    fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
-        self.get(file)?.file.set_len(len)
-    }
-
-    fn remove(&mut self, path: &Path) -> io::Result<()> {
-        std::fs::remove_file(path)
-    }
-
-    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::rename(from, to)
-    }
-
-    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
-        fsutil::sync_dir(dir)
-    }
-
-    fn create_dir_all(&mut self, dir: &Path) -> io::Result<()> {
-        fsutil::create_dir_all(dir)
-    }
-
-    fn list_dir(&mut self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        fsutil::list_dir(dir)
-    }
-
-    fn space(&mut self, dir: &Path) -> io::Result<SpaceInfo> {
-        fsutil::space(dir)
-    }
+    real_namespace_ops!(files);
 
     fn submit(&mut self, user_data: u64, op: Op) -> io::Result<()> {
         if self.broken {
@@ -408,7 +332,7 @@ impl Disk for UringDisk {
             return Err(errno(libc::EAGAIN));
         }
         let file = op.file();
-        let fd = types::Fd(self.get(file)?.file.as_raw_fd());
+        let fd = types::Fd(self.files.get(file)?.file.as_raw_fd());
         let io_len = |n: usize| u32::try_from(n).map_err(|_| errno(libc::EINVAL));
         let (kind, mut buf, want, io_bytes, offset, falloc_len) = match op {
             Op::Write { offset, buf, .. } => {
@@ -559,7 +483,7 @@ impl Disk for UringDisk {
         }
         self.unreaped += 1;
         self.in_kernel += 1;
-        if let Some(f) = self.files.get_mut(&file) {
+        if let Ok(f) = self.files.get_mut(file) {
             f.unreaped += 1;
         }
         // Start the I/O now; a transient failure leaves the SQEs for the next enter.
@@ -587,9 +511,7 @@ impl Disk for UringDisk {
         }
         let mut out = Vec::with_capacity(self.ready.len());
         while let Some((file, c)) = self.ready.pop_front() {
-            if let Some(f) = self.files.get_mut(&file) {
-                f.unreaped -= 1;
-            }
+            self.files.reaped(file);
             self.unreaped -= 1;
             out.push(c);
         }

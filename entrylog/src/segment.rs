@@ -415,27 +415,18 @@ pub fn read_entries(
     Ok(out)
 }
 
-/// Reads a whole small file (the ledger-state file).
+/// Reads a whole small file (the ledger-state file). It has no size bound of its own
+/// (it grows with the number of ledgers); a short read is corruption.
 pub fn read_small_file(disk: &mut dyn Disk, path: &Path) -> Result<Vec<u8>> {
-    let file = disk
-        .open(path, OpenOptions::default())
-        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let r = (|| {
-        let len = disk
-            .file_len(file)
-            .map_err(|e| Error::io(format!("sizing {}", path.display()), e))?;
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let (buf, _) = read_span(disk, file, 0, len as usize).map_err(|e| read_err(path, e))?;
-        Ok(buf.as_slice()[..len as usize].to_vec())
-    })();
-    let _ = disk.close(file);
-    r
+    bk_disk::read_small_file(disk, path, false, u64::MAX).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => read_err(path, e),
+        _ => Error::io(format!("reading {}", path.display()), e),
+    })
 }
 
-/// Replaces `<dir>/<name>` atomically with `data`: write `<name>.tmp`, datasync,
-/// rename, sync the directory.
+/// Replaces `<dir>/<name>` atomically with `data` zero-padded to a sector (the
+/// ledger-state format's padding), through `bk_disk::replace_file`: write
+/// `<name>.tmp`, datasync, rename, sync the directory.
 pub fn replace_file(
     disk: &mut dyn Disk,
     dir: &Path,
@@ -444,48 +435,13 @@ pub fn replace_file(
     direct: bool,
 ) -> Result<()> {
     let path = dir.join(name);
-    let tmp = dir.join(format!("{name}.tmp"));
-    let _ = disk.remove(&tmp);
-    let file = disk
-        .open(
-            &tmp,
-            OpenOptions {
-                create: true,
-                create_new: true,
-                write: true,
-                direct,
-            },
-        )
-        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
-    let mut buf = AlignedBuf::with_capacity(data.len().max(1));
-    buf.extend_from_slice(data);
-    buf.pad_to_sector();
-    let r = run_op(
-        disk,
-        Op::WriteDatasync {
-            file,
-            offset: 0,
-            buf,
-        },
-    )
-    .and_then(|(n, b)| {
-        let want = b.map_or(0, |b| b.len());
-        if n != want {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("short write {n} of {want}"),
-            ));
+    let mut padded = Vec::with_capacity(round_up(data.len(), SECTOR));
+    padded.extend_from_slice(data);
+    padded.resize(round_up(data.len(), SECTOR), 0);
+    bk_disk::replace_file(disk, &path, &padded, direct).map_err(|e| match e.step {
+        bk_disk::ReplaceStep::Create => {
+            Error::io(format!("creating {}", e.path.display()), e.source)
         }
-        Ok(())
-    });
-    let c = disk.close(file);
-    let r = r
-        .and(c)
-        .and_then(|_| disk.rename(&tmp, &path))
-        .and_then(|_| disk.sync_dir(dir));
-    if let Err(e) = r {
-        let _ = disk.remove(&tmp);
-        return Err(Error::io(format!("writing {}", path.display()), e));
-    }
-    Ok(())
+        _ => Error::io(format!("writing {}", path.display()), e.source),
+    })
 }

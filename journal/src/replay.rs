@@ -612,6 +612,10 @@ fn scan_for_header(
     Ok(None)
 }
 
+/// Bound on the checkpoint file a reader accepts: far above the one sector the writer
+/// produces, so a garbage file cannot make replay allocate without limit.
+const MAX_CHECKPOINT_FILE_BYTES: u64 = 1 << 20;
+
 /// Reads the checkpoint file of `dir`.
 pub(crate) fn read_checkpoint(
     disk: &mut dyn Disk,
@@ -619,39 +623,17 @@ pub(crate) fn read_checkpoint(
     direct: bool,
 ) -> Result<format::CheckpointRecord, JournalError> {
     let path = dir.join(format::CHECKPOINT_FILE);
-    let opts = OpenOptions {
-        create: false,
-        create_new: false,
-        write: false,
-        direct,
-    };
     // Two attempts: a checksum failure is confirmed by a second read from the
     // device before the journal refuses to open (a transient read error is not
     // corruption).
     let mut last_err = None;
     for _ in 0..2 {
-        let file = disk
-            .open(&path, opts)
-            .map_err(|e| JournalError::io("open checkpoint", &path, e))?;
-        let buf = AlignedBuf::with_capacity(SECTOR);
-        let c = run_one(
-            disk,
-            Op::Read {
-                file,
-                offset: 0,
-                len: SECTOR,
-                buf,
-            },
-        );
-        let _ = disk.close(file);
-        let n = c
-            .result
-            .map_err(|e| JournalError::io("read checkpoint", &path, e))?;
-        let b = c.buf.ok_or_else(|| {
-            JournalError::io("read checkpoint", &path, std::io::Error::other("no buffer"))
-        })?;
-        let bytes = &b.as_slice()[..n.min(b.len())];
-        match format::CheckpointRecord::decode(bytes) {
+        let bytes = bk_disk::read_small_file(disk, &path, direct, MAX_CHECKPOINT_FILE_BYTES)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => JournalError::io("open checkpoint", &path, e),
+                _ => JournalError::io("read checkpoint", &path, e),
+            })?;
+        match format::CheckpointRecord::decode(&bytes) {
             Ok(c) => return Ok(c),
             Err(e) => last_err = Some(e),
         }
@@ -666,45 +648,31 @@ pub(crate) fn read_checkpoint(
     })
 }
 
-/// Writes the checkpoint file durably: write to a temporary file, fdatasync, rename
-/// over `checkpoint`, sync the directory.
+/// Writes the checkpoint file durably (`bk_disk::replace_file`: the record, padded to
+/// its one sector, goes to `checkpoint.tmp`, fdatasync, rename over `checkpoint`,
+/// directory sync).
 pub(crate) fn write_checkpoint(
     disk: &mut dyn Disk,
     dir: &Path,
     rec: format::CheckpointRecord,
     direct: bool,
 ) -> Result<(), JournalError> {
-    let tmp = dir.join(format::CHECKPOINT_TMP_FILE);
     let path = dir.join(format::CHECKPOINT_FILE);
-    let opts = OpenOptions {
-        create: true,
-        create_new: false,
-        write: true,
-        direct,
-    };
-    let file = disk
-        .open(&tmp, opts)
-        .map_err(|e| JournalError::io("create checkpoint", &tmp, e))?;
-    let mut buf = AlignedBuf::with_capacity(SECTOR);
-    let ok = buf.extend_from_slice(&rec.encode());
-    debug_assert!(ok);
-    buf.pad_to_sector();
-    let r = crate::segments::run_checked(
-        disk,
-        Op::WriteDatasync {
-            file,
-            offset: 0,
-            buf,
-        },
-        "write+fdatasync checkpoint",
-        &tmp,
+    debug_assert_eq!(
+        bk_disk::small_file::temp_path(&path),
+        dir.join(format::CHECKPOINT_TMP_FILE)
     );
-    let closed = disk.close(file);
-    r?;
-    closed.map_err(|e| JournalError::io("close checkpoint", &tmp, e))?;
-    disk.rename(&tmp, &path)
-        .map_err(|e| JournalError::io("rename checkpoint", &tmp, e))?;
-    disk.sync_dir(dir)
-        .map_err(|e| JournalError::io("sync journal directory", dir, e))?;
-    Ok(())
+    let mut sector = [0u8; SECTOR];
+    sector[..format::CHECKPOINT_LEN].copy_from_slice(&rec.encode());
+    bk_disk::replace_file(disk, &path, &sector, direct).map_err(|e| {
+        use bk_disk::ReplaceStep as S;
+        let op = match e.step {
+            S::RemoveLeftover | S::Create => "create checkpoint",
+            S::Write | S::Truncate | S::Datasync => "write+fdatasync checkpoint",
+            S::Close => "close checkpoint",
+            S::Rename => "rename checkpoint",
+            S::SyncDir => "sync journal directory",
+        };
+        JournalError::io(op, e.path, e.source)
+    })
 }
