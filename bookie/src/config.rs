@@ -306,6 +306,10 @@ pub struct LoadReport {
     pub adjusted: Vec<String>,
 }
 
+/// Largest configuration file read (a stock `bk_server.conf` is about 50 KiB): a path that
+/// names something else by mistake fails with a clear error instead of filling memory.
+const CONF_FILE_BYTES_MAX: u64 = 16 << 20;
+
 impl BookieConfig {
     /// Loads the configuration for `args` and logs ignored/unknown keys once each (tracing warn).
     pub fn load(args: &BookieArgs) -> Result<BookieConfig, ConfigError> {
@@ -331,18 +335,13 @@ impl BookieConfig {
             .conf
             .clone()
             .or_else(|| std::env::var_os("BOOKIE_CONF").map(PathBuf::from));
-        // TEMPORARY (issue #9, hk-disk): the lead replaces this read with
-        // bk_disk::read_small_text after merging the config split.
-        #[allow(clippy::disallowed_methods)]
         let text = match &conf_file {
-            Some(path) => {
-                Some(
-                    std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-                        path: path.clone(),
-                        source,
-                    })?,
-                )
-            }
+            Some(path) => Some(bk_disk::read_small_text(path, CONF_FILE_BYTES_MAX).map_err(
+                |source| ConfigError::Io {
+                    path: path.clone(),
+                    source,
+                },
+            )?),
             None => None,
         };
         Self::from_text_and_args(text.as_deref(), conf_file.as_deref(), args)
