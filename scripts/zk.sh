@@ -12,7 +12,7 @@
 #       Only installs the package.
 #
 # Exit status: 0 on success; 2 if ZooKeeper cannot be installed; 1 on other failures.
-# Recipe and timings: shared/guides/measured-here.md section 4.
+# Recipe and timings: docs/measured-here.md §4.
 set -euo pipefail
 
 # BK_ZK_JAR / BK_ZK_NO_INSTALL=1 exist to exercise the "cannot install" path of the tests.

@@ -2,7 +2,7 @@
 //! wire protocol (all encoding and decoding is bk-proto's; this file only moves frames and
 //! matches responses to requests).
 //!
-//! Matching (protocol.md section 4): v2 adds and reads by (opcode, ledgerId, entryId) with a
+//! Matching (docs/protocol.md §4): v2 adds and reads by (opcode, ledgerId, entryId) with a
 //! FIFO per key (two reads of the same entry may be in flight), v2 batch reads by requestId,
 //! v3 by txnId. Responses may arrive in any order.
 //!

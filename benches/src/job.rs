@@ -3,7 +3,7 @@
 //! completion.
 //!
 //! Ledgers are written the way BenchBookie writes them (no ZooKeeper): each entry is the
-//! section 5 format (ledgerId, entryId, LAC, cumulative length, CRC32C digest, payload) with
+//! docs/protocol.md §5 format (ledgerId, entryId, LAC, cumulative length, CRC32C digest, payload) with
 //! the master key SHA-1("ledger" + password), so a stock client given the ledger's metadata
 //! could read them. The LAC in each entry is the highest entry id such that it and every
 //! entry below it were acknowledged when the entry was built, as the stock client computes it.

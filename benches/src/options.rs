@@ -760,7 +760,7 @@ impl Builder {
                 self.origin("prefill")
             )));
         }
-        // One entry must fit a 5 MiB frame with its headers (protocol.md 1.2).
+        // One entry must fit a 5 MiB frame with its headers (docs/protocol.md §1.2).
         const MAX_PAYLOAD: u64 = 5 * 1024 * 1024 + 10 * 1024 - 256;
         if s.bs.max() > MAX_PAYLOAD {
             return Err(invalid(format!(

@@ -23,7 +23,7 @@
 //! * every numeric field is in range (ports fit u16, fractions in (0,1), sizes > 0 where the
 //!   Java bookie requires it); an invalid value fails start-up, never falls back silently;
 //! * an empty value (`key=`) means "unset" (Pulsar ships many `key=` lines);
-//! * defaults are the Java *code* defaults (reference/config.md section 1, not the commented
+//! * defaults are the Java *code* defaults (docs/config.md §1, not the commented
 //!   values of the shipped file), except where a field's doc says otherwise and why;
 //! * `metadata_service` is `Some` iff not standalone;
 //! * journal/ledger dir lists are non-empty; `index_dirs` is `Some` only if configured

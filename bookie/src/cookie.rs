@@ -1,6 +1,6 @@
 //! `cookie`: the cookie that binds a bookie id to its exact directory set and cluster instance
-//! (registration.md section 5), its text format, the `current/VERSION` file in every journal,
-//! ledger and index directory, and the start-up decision of section 5.3.
+//! (docs/registration.md §5), its text format, the `current/VERSION` file in every journal,
+//! ledger and index directory, and the start-up decision of docs/registration.md §5.3.
 //!
 //! What lives where: this module owns the format, the comparison (`verify`), the local files
 //! and the pure decision [`plan`]; `registration` reads/writes the ZooKeeper copy
@@ -227,7 +227,7 @@ fn parse_quoted(s: &str) -> Result<(Vec<u8>, &str), String> {
 }
 
 impl Cookie {
-    /// The "master cookie" for this configuration (section 5.3 step 2).
+    /// The "master cookie" for this configuration (docs/registration.md §5.3 step 2).
     pub fn for_config(
         bookie_id: &str,
         journal_dirs: &[PathBuf],
@@ -441,7 +441,7 @@ pub struct DirCookie {
     pub first_file: Option<PathBuf>,
 }
 
-/// What start-up must do (section 5.3 step 5).
+/// What start-up must do (docs/registration.md §5.3 step 5).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CookiePlan {
     /// Everything present and matching: nothing to write.

@@ -1,4 +1,4 @@
-//! The disk-usage monitor (semantics.md §14): every `diskCheckInterval` it asks storage
+//! The disk-usage monitor (docs/semantics.md §14): every `diskCheckInterval` it asks storage
 //! for the disk-usage mode and moves the bookie, its registration and its metrics between
 //! writable and read-only.
 //!

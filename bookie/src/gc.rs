@@ -1,4 +1,4 @@
-//! Garbage collection and compaction scheduling (semantics.md §15): every `gcWaitTime`,
+//! Garbage collection and compaction scheduling (docs/semantics.md §15): every `gcWaitTime`,
 //! due compactions run, then local ledgers without metadata are deleted.
 //!
 //! Invariants:

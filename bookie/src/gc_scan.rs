@@ -1,7 +1,7 @@
 //! `gc_scan`: lists every ledger id that has metadata in ZooKeeper, for the garbage collector
-//! (semantics.md 15: a ledger whose metadata znode is gone is deleted locally).
+//! (docs/semantics.md §15: a ledger whose metadata znode is gone is deleted locally).
 //!
-//! Tree layout (registration.md 2.3, HierarchicalLedgerManager = "hybrid"):
+//! Tree layout (docs/registration.md §2.3, HierarchicalLedgerManager = "hybrid"):
 //! * ids `< i32::MAX`: 10 decimal digits split 2/4/4: `<root>/00/0000/L0001` (ledger 1);
 //! * larger ids: 19 digits split 3/4/4/4/4: `<root>/000/0000/0021/4748/L3648` (2147483648);
 //! * the legacy flat layout (`<root>/L0000000001`) is accepted as well.
@@ -183,7 +183,7 @@ pub fn leaf_ledger_id(digits: &str, name: &str) -> Option<u64> {
     }
 }
 
-/// Whether the `LAYOUT` znode data (registration.md 2.1: `<version>\n<factory class>:<manager
+/// Whether the `LAYOUT` znode data (docs/registration.md §2.1: `<version>\n<factory class>:<manager
 /// version>`) names a ledger manager whose metadata lives in this ZooKeeper tree
 /// (hierarchical, long-hierarchical, legacy or flat, possibly under a shaded package).
 /// Never panics; anything unreadable is "no".
@@ -209,7 +209,7 @@ struct Pending {
     dir_levels_left: u8,
 }
 
-/// Checks that `LAYOUT` (registration.md 2.1: `<version>\n<factory class>:<manager version>`)
+/// Checks that `LAYOUT` (docs/registration.md §2.1: `<version>\n<factory class>:<manager version>`)
 /// names a ledger manager whose metadata lives in this ZooKeeper tree (hierarchical,
 /// long-hierarchical, legacy or flat, possibly under a shaded package). Any other manager
 /// (e.g. `ms`) would make the scan find nothing and GC delete everything.

@@ -1,5 +1,5 @@
 //! `metrics`: the bookie's Prometheus metrics with the Java bookie's stock names and shapes
-//! (reference/config.md section 3), and the `/metrics` HTTP endpoint.
+//! (docs/config.md §3), and the `/metrics` HTTP endpoint.
 //!
 //! Exposition shape (decision, see ARCHITECTURE notes): the stock metrics are written exactly
 //! like the Java bookie's `PrometheusTextFormat` (text format 0.0.4), so dashboards built for

@@ -1,4 +1,4 @@
-//! The whole bookie process, in start-up and shutdown order (semantics.md §16), so that
+//! The whole bookie process, in start-up and shutdown order (docs/semantics.md §16), so that
 //! `main.rs` stays a few lines:
 //!
 //! 1. bookie id, cookie validation (ZooKeeper + directories; directories only when

@@ -1,5 +1,5 @@
-//! `registration`: the bookie's presence in ZooKeeper (registration.md sections 1-5,
-//! semantics.md sections 14 and 16).
+//! `registration`: the bookie's presence in ZooKeeper (docs/registration.md §1-§5,
+//! docs/semantics.md §14 and §16).
 //!
 //! Owns: the ZooKeeper session, the INSTANCEID read, the cookie check/creation (ZooKeeper copy
 //! plus the `current/VERSION` files through `cookie`), the EPHEMERAL
@@ -7,7 +7,7 @@
 //! BookieServiceInfo data, read-only transitions, re-registration after session expiry, and
 //! unregistration at shutdown. Standalone mode uses only [`check_cookies_standalone`].
 //!
-//! Start-up order for `main.rs` (semantics.md 16):
+//! Start-up order for `main.rs` (docs/semantics.md §16):
 //! 1. [`resolve_bookie_address`] (bookie id);
 //! 2. [`Registration::connect`], then [`Registration::check_cookies`] — failure aborts start-up;
 //! 3. journal replay etc. (request path);
@@ -251,7 +251,7 @@ impl Registration {
         self.inner.instance_id(&self.inner.client()?).await
     }
 
-    /// Cookie validation of registration.md 5.3 against ZooKeeper and every directory of `cfg`
+    /// Cookie validation of docs/registration.md §5.3 against ZooKeeper and every directory of `cfg`
     /// (journal, ledger, configured index dirs); writes VERSION files and the ZooKeeper cookie for
     /// a new bookie (or an allowed expansion). Call before journal replay.
     pub async fn check_cookies(
@@ -368,7 +368,7 @@ impl Registration {
         Ok(())
     }
 
-    /// Switches between the writable and the read-only registration (semantics.md 14). Before
+    /// Switches between the writable and the read-only registration (docs/semantics.md §14). Before
     /// [`register`](Self::register) only records the wish.
     pub async fn set_read_only(&self, read_only: bool) -> Result<()> {
         let mut p = self.inner.published.lock().await;
@@ -569,7 +569,7 @@ impl Inner {
     }
 
     /// Creates the ephemeral node `path`, waiting up to zkTimeout for a node held by another
-    /// session to disappear (registration.md 4.1).
+    /// session to disappear (docs/registration.md §4.1).
     async fn create_ephemeral(&self, client: &zk::Client, path: &str) -> Result<()> {
         let t = self.op_timeout();
         let started = Instant::now();
@@ -616,7 +616,7 @@ impl Inner {
         }
     }
 
-    /// Makes ZooKeeper show `p.wanted_read_only` (transition order of semantics.md 14).
+    /// Makes ZooKeeper show `p.wanted_read_only` (transition order of docs/semantics.md §14).
     async fn publish(&self, client: &zk::Client, p: &mut Published) -> Result<()> {
         let t = self.op_timeout();
         let (w, ro) = (self.writable_path(), self.read_only_path());

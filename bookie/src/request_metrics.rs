@@ -1,5 +1,5 @@
 //! Request-path metrics: a [`RequestObserver`] that records every request the server
-//! serves into the stock Java bookie metrics (config.md §3): per-operation latency
+//! serves into the stock Java bookie metrics (docs/config.md §3): per-operation latency
 //! summaries, in-progress gauges, byte counters and the connection gauge.
 //!
 //! Invariant: every `started` is matched by one `finished` for the same kind, so the
@@ -11,7 +11,7 @@ use crate::handlers::Status;
 use crate::metrics::{self, Counter, Gauge, Metrics};
 use crate::server::{RequestKind, RequestObserver};
 
-/// Records the request path into the stock metrics (config.md §3).
+/// Records the request path into the stock metrics (docs/config.md §3).
 pub struct MetricsObserver(pub Metrics);
 
 fn request_op(kind: RequestKind) -> metrics::Op {

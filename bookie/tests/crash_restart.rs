@@ -130,7 +130,7 @@ async fn acknowledged_adds_survive_sigkill() {
         ErrorCode::Ok
     );
     // The master key survived: another key is refused (EIO when the first request after a
-    // restart carries it, semantics.md §3).
+    // restart carries it, docs/semantics.md §3).
     let r = c
         .v2_add(Flags::NONE, other_key(), entry(1, 100, 39, b"x"))
         .await;

@@ -65,7 +65,7 @@ async fn add_is_acknowledged_only_after_the_journal() {
         c.silent_for(Duration::from_millis(300)).await,
         "no ack before journal durability"
     );
-    // Readable before it is acknowledged (sem §4 step 5), from another connection.
+    // Readable before it is acknowledged (docs/semantics.md §4 step 5), from another connection.
     let mut other = Client::connect(b.addr()).await;
     assert_eq!(other.v2_read(9, 0).await.error, ErrorCode::Ok);
     b.journal.hold(false);
@@ -171,7 +171,7 @@ async fn fence_answer_waits_for_the_fence_record() {
 async fn fence_without_key_is_eua() {
     let b = mem_bookie().await;
     let mut c = Client::connect(b.addr()).await;
-    // version 1 packet with the fence flag: no key is parsed (protocol.md 2.8).
+    // version 1 packet with the fence flag: no key is parsed (docs/protocol.md §2.8).
     let mut raw = Vec::new();
     raw.extend_from_slice(&20i32.to_be_bytes());
     raw.extend_from_slice(&[1, 2, 0, 1]);

@@ -1,5 +1,5 @@
 //! v3 protocol against a running in-process bookie (in-memory storage double): every
-//! operation, the header rules of protocol.md 3.3, long poll, LAC and info requests.
+//! operation, the header rules of docs/protocol.md §3.3, long poll, LAC and info requests.
 
 mod common;
 
@@ -100,7 +100,7 @@ async fn write_lac_and_read_lac() {
         .await;
     assert_eq!(v3_status(&wl), StatusCode::Eok);
     assert_eq!(wl.write_lac_response.unwrap().ledger_id, 3);
-    // Explicit LAC but no entries: Java answers EIO with lacBody (sem §9 quirk).
+    // Explicit LAC but no entries: Java answers EIO with lacBody (docs/semantics.md §9 quirk).
     let r = c.v3_call(None, read_lac(3)).await;
     assert_eq!(v3_status(&r), StatusCode::Eio);
     assert_eq!(r.read_lac_response.unwrap().lac_body, Some(lac_body(3, 4)));

@@ -1,5 +1,5 @@
 //! Per-directory disk-usage state machine (stock keys diskUsageThreshold,
-//! diskUsageWarnThreshold, diskUsageLwmThreshold; semantics.md 14).
+//! diskUsageWarnThreshold, diskUsageLwmThreshold; docs/semantics.md §14).
 //!
 //! Invariant: a directory that became Full stays Full until its used fraction drops
 //! below the low-water mark (hysteresis), and an ENOSPC seen while flushing marks its

@@ -24,7 +24,7 @@ pub enum Error {
     /// journal replay cannot resurrect it. Wire: EFENCED for adds, ENOLEDGER otherwise.
     #[error("ledger {0} was deleted")]
     LedgerDeleted(u64),
-    /// A different, non-zero master key is stored for the ledger (semantics.md 3: EIO).
+    /// A different, non-zero master key is stored for the ledger (docs/semantics.md §3: EIO).
     #[error("master key conflict for ledger {0}")]
     MasterKeyConflict(u64),
     /// The write cache stayed full for longer than the throttle time. Wire: ETOOMANYREQUESTS.

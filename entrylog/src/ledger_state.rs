@@ -3,7 +3,7 @@
 //! disk in the ledger-state file at the next flush.
 //!
 //! Invariants: an all-zero stored master key is replaced by the first non-zero one, a
-//! different non-zero key is `MasterKeyConflict` (semantics.md 3); writes to a deleted
+//! different non-zero key is `MasterKeyConflict` (docs/semantics.md §3); writes to a deleted
 //! ledger fail with `LedgerDeleted` so that journal replay cannot resurrect it.
 
 use crate::index::LedgerMeta;
@@ -21,7 +21,7 @@ fn is_zero_key(k: &[u8]) -> bool {
 
 impl EntryLog {
     /// Stores the master key (creating the ledger if unknown). An all-zero stored key is
-    /// replaced; a different non-zero key is `MasterKeyConflict` (semantics.md 3).
+    /// replaced; a different non-zero key is `MasterKeyConflict` (docs/semantics.md §3).
     pub fn set_master_key(&self, ledger: u64, key: &[u8]) -> Result<()> {
         let mut g = self.shared.inner.lock();
         let g = &mut *g;
@@ -118,7 +118,7 @@ impl EntryLog {
 
     /// The ledger's LAC: the maximum of the LAC fields (entry bytes 16..24) of entries
     /// added, and of explicit LACs; initialised from the last stored entry when not yet
-    /// known (semantics.md 8). None when nothing gives a LAC.
+    /// known (docs/semantics.md §8). None when nothing gives a LAC.
     pub fn lac(&self, ledger: u64) -> Result<Option<u64>> {
         self.shared.lac(ledger)
     }

@@ -158,7 +158,7 @@ impl EntryLog {
     /// Reads consecutive entries from `start`: the first is always returned (or its
     /// error); then entries `start+1, ...` while fewer than `max_count` (0 = no limit)
     /// and while the total of `4 + len` over returned entries stays within `max_bytes`;
-    /// stops silently at the first entry that cannot be read (semantics.md 10.3: the
+    /// stops silently at the first entry that cannot be read (docs/semantics.md §10.3: the
     /// bookie passes `min(maxSize, maxBatchReadSize) - 36`).
     pub fn get_entries(
         &self,

@@ -1,6 +1,6 @@
 //! Counters, gauges and latency histograms of the entry log, lock-free (atomics), for
 //! the bookie to export. Field docs give the stock Java metric name
-//! (config.md section 3) where one exists; the bookie adds the `bookie_` prefix.
+//! (docs/config.md §3) where one exists; the bookie adds the `bookie_` prefix.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! Metrics of one journal directory, for the bookie to export. Each field names the
-//! stock Java metric it corresponds to (shared/reference/config.md section 3; scope
+//! stock Java metric it corresponds to (docs/config.md §3; scope
 //! `bookie_journal_`, label `journalIndex`).
 //!
 //! Invariants: counters only grow; histograms are recorded by the committer thread

@@ -88,7 +88,7 @@ impl Record {
         Self::with_prefix(RecordKind::FENCE, &ledger.to_le_bytes(), Bytes::new())
     }
 
-    /// An explicit LAC body (protocol.md 5.4) was written for a ledger.
+    /// An explicit LAC body (docs/protocol.md §5.4) was written for a ledger.
     pub fn explicit_lac(ledger: u64, body: Bytes) -> Record {
         Self::with_prefix(RecordKind::EXPLICIT_LAC, &ledger.to_le_bytes(), body)
     }

@@ -11,7 +11,7 @@
 //! - a segment file handed out for writing is `segment_bytes` long and preallocated;
 //!   every byte not yet written reads as zeros. Recycled files hold old groups; new
 //!   ones are zero-filled where time allowed: a group written into an unwritten extent
-//!   makes its fdatasync also commit the extent conversion (measured-here.md: ~1.5x
+//!   makes its fdatasync also commit the extent conversion (docs/measured-here.md §2: ~1.5x
 //!   for small groups), so spares are zero-filled in the background while the
 //!   journal's groups are small. Under large groups the zero-fill is skipped (it would
 //!   double the bytes written, for a conversion cost that is small next to a 1 MiB+

@@ -1,5 +1,5 @@
 //! `availabilityOfEntriesOfLedger` bytes of the GET_LIST_OF_ENTRIES_OF_LEDGER response
-//! (semantics.md 13; Java `AvailabilityOfEntriesOfLedger`).
+//! (docs/semantics.md §13; Java `AvailabilityOfEntriesOfLedger`).
 //!
 //! Format (all big-endian):
 //! * header, 64 bytes: `version: i32 (0) | groupCount: i32 | 56 zero bytes`

@@ -1,4 +1,4 @@
-//! Entry bytes as clients build them and bookies store them (protocol.md section 5): the
+//! Entry bytes as clients build them and bookies store them (docs/protocol.md §5): the
 //! 32-byte entry metadata, the four digest types, the master key, and the LAC body.
 //!
 //! The bookie only *parses* (ledgerId, entryId, LAC) and never verifies digests; clients (bkbench,
@@ -55,7 +55,7 @@ impl std::fmt::Debug for MasterKey {
     }
 }
 
-/// The entry metadata (section 5.1).
+/// The entry metadata (docs/protocol.md §5.1).
 ///
 /// Format: `ledgerId(i64 BE) | entryId(i64 BE) | lastAddConfirmed(i64 BE) | length(i64 BE)`,
 /// followed in the entry by `digest(D) | payload`. `length` is the *cumulative* ledger length
@@ -278,7 +278,7 @@ impl DigestManager {
         Ok((h, payload))
     }
 
-    /// LAC body (section 5.4): `ledgerId(8) | lac(8) | digest over those 16 bytes`.
+    /// LAC body (docs/protocol.md §5.4): `ledgerId(8) | lac(8) | digest over those 16 bytes`.
     pub fn build_lac_body(&self, ledger_id: i64, lac: i64) -> Bytes {
         let mut meta = [0u8; LAC_METADATA_LENGTH];
         meta[..8].copy_from_slice(&ledger_id.to_be_bytes());

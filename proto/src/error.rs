@@ -35,7 +35,7 @@ pub enum ProtoError {
     /// 4, 5, 6 are defined by BookKeeper but have no v2 layout).
     #[error("unknown or unsupported v2 opcode {0}")]
     UnknownOpcode(u8),
-    /// v2 response error code outside the table of protocol.md 2.4.
+    /// v2 response error code outside the table of docs/protocol.md §2.4.
     #[error("unknown v2 error code {0}")]
     UnknownErrorCode(i32),
     /// Not a well-formed protobuf message (prost's decode error, as text).

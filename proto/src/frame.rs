@@ -1,4 +1,4 @@
-//! Length-prefixed framing shared by v2 and v3, both directions (protocol.md 1.2).
+//! Length-prefixed framing shared by v2 and v3, both directions (docs/protocol.md §1.2).
 //!
 //! Format: `N: i32 big-endian` (length of what follows, not counting these 4 bytes), then `N`
 //! payload bytes (a v2 packet or one serialized v3 protobuf message).

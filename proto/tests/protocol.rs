@@ -1,5 +1,5 @@
 //! Byte-exact protocol tests: every request and response type is encoded and compared with the
-//! bytes documented in shared/reference/protocol.md (sections 2.13, 3.5, 6) or, where that
+//! bytes documented in docs/protocol.md §2.13, §3.5 and §6 or, where that
 //! file has no hex example, with bytes written out by hand from its layout tables; then the
 //! bytes are decoded back through the same path the server/client uses (FrameDecoder, then
 //! the decoder) and compared with the original value.
@@ -41,7 +41,7 @@ fn key() -> MasterKey {
 
 const KEY_HEX: &str = "850bf1071c5e3d8c24235676f8816ae0cbe2f14f";
 
-/// The 41-byte entry of protocol.md 2.13: ledger 5, entry 0, LAC -1, length 5, CRC32C, "hello".
+/// The 41-byte entry of docs/protocol.md §2.13: ledger 5, entry 0, LAC -1, length 5, CRC32C, "hello".
 const ENTRY_HEX: &str = "0000000000000005 0000000000000000 ffffffffffffffff 0000000000000005
                          b548f369 68656c6c6f";
 
@@ -105,7 +105,7 @@ fn server_decode_v3(frame: &[u8]) -> v3::Request {
 }
 
 // ------------------------------------------------------------------------------------------
-// v2 (protocol.md 2.13 and the layouts of 2.6-2.12)
+// v2 (docs/protocol.md §2.13 and the layouts of §2.6-§2.12)
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -510,7 +510,7 @@ fn v2_add_with_short_entry_is_truncated() {
 }
 
 // ------------------------------------------------------------------------------------------
-// v3 (protocol.md 3.5, 6, and the field tables of 3.2)
+// v3 (docs/protocol.md §3.5, §6 and the field tables of §3.2)
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -971,7 +971,7 @@ fn v3_unknown_fields_and_groups_are_skipped() {
 }
 
 // ------------------------------------------------------------------------------------------
-// Protocol detection on the server (protocol.md 1.3)
+// Protocol detection on the server (docs/protocol.md §1.3)
 // ------------------------------------------------------------------------------------------
 
 #[test]

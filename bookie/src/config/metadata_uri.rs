@@ -1,5 +1,5 @@
 //! `metadataServiceUri` (and its `zkServers` + `zkLedgersRootPath` fallback) parsed into the
-//! ZooKeeper connect string and the ledgers root path (registration.md section 1).
+//! ZooKeeper connect string and the ledgers root path (docs/registration.md §1).
 //!
 //! Accepted forms:
 //! * `zk+<type>://<host:port>[;<host:port>...]/<root>` with `<type>` one of `hierarchical`,

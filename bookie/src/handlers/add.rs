@@ -1,4 +1,4 @@
-//! ADD (sem §4, §5, §7) and FORCE_LEDGER (sem §11): the write path.
+//! ADD (docs/semantics.md §4, §5, §7) and FORCE_LEDGER (docs/semantics.md §11): the write path.
 //!
 //! Invariant: an add is answered EOK only after its journal record is durable (except a
 //! v3 DEFERRED_SYNC add, and `journalWriteData=false`), and its storage insert happens

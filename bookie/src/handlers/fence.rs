@@ -1,4 +1,4 @@
-//! Fencing (sem §6): the fence flag, its journal record, and the shared future every
+//! Fencing (docs/semantics.md §6): the fence flag, its journal record, and the shared future every
 //! fencing read waits on.
 //!
 //! Invariant: a fencing read is answered only after the fence record is durable; a ledger

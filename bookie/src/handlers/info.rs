@@ -1,5 +1,5 @@
-//! Bookie and ledger listings: GET_BOOKIE_INFO (sem §12: total and free bytes over the
-//! ledger directories' file systems) and GET_LIST_OF_ENTRIES_OF_LEDGER (sem §13: the
+//! Bookie and ledger listings: GET_BOOKIE_INFO (docs/semantics.md §12: total and free bytes over the
+//! ledger directories' file systems) and GET_LIST_OF_ENTRIES_OF_LEDGER (docs/semantics.md §13: the
 //! availability bitmap of stored entries, which Java's DbLedgerStorage never answers).
 
 use super::status::{status, At};

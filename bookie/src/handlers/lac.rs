@@ -1,5 +1,5 @@
-//! The last-add-confirmed (sem §8) and the explicit-LAC operations WRITE_LAC and
-//! READ_LAC (sem §9).
+//! The last-add-confirmed (docs/semantics.md §8) and the explicit-LAC operations WRITE_LAC and
+//! READ_LAC (docs/semantics.md §9).
 //!
 //! The bookie's LAC is the maximum of what adds and explicit LACs carried, initialised
 //! from the last stored entry; a WRITE_LAC is answered only after its journal record
@@ -13,7 +13,7 @@ use super::{be_i64, ready, Bookie, Pending, Reply, Status};
 use crate::storage::{AckMode, JournalRecord, LedgerId, StorageError};
 
 impl Bookie {
-    /// The bookie's LAC for a ledger (sem §8): cached max, initialised from the last entry.
+    /// The bookie's LAC for a ledger (docs/semantics.md §8): cached max, initialised from the last entry.
     pub(super) fn last_add_confirmed(&self, ledger: LedgerId) -> Result<i64, StorageError> {
         if let Some(lac) = self.shard(ledger).lock().get(&ledger).and_then(|s| s.lac) {
             return Ok(lac);
@@ -96,7 +96,7 @@ impl Bookie {
         };
         let status = match (&meta.explicit_lac, &last_entry) {
             (None, None) => Status::NoEntry,
-            // Java quirk kept: explicit LAC but no entry -> EIO with lacBody (sem §9).
+            // Java quirk kept: explicit LAC but no entry -> EIO with lacBody (docs/semantics.md §9).
             (Some(_), None) => Status::Io,
             _ => Status::Ok,
         };

@@ -1,5 +1,5 @@
 //! Per-ledger in-memory state (Java `LedgerDescriptor` + `TransientLedgerInfo`) and the
-//! write handle (sem §3).
+//! write handle (docs/semantics.md §3).
 //!
 //! Invariants: the first add, fence or write-LAC since start creates the write handle with
 //! its master key (checked against the stored key); later ones must carry exactly that
@@ -77,7 +77,7 @@ fn now_ms() -> i64 {
 }
 
 impl Bookie {
-    /// Gets or creates the write handle of a ledger (sem §3): the first request since start
+    /// Gets or creates the write handle of a ledger (docs/semantics.md §3): the first request since start
     /// creates it with its key (checked against the stored key by storage); later requests
     /// must carry exactly that key (EUA otherwise). A storage failure creating it is
     /// answered as met `at` (ADD and the others differ on a deleted ledger). Returns the
@@ -110,7 +110,7 @@ impl Bookie {
         f(state)
     }
 
-    /// Journals the master-key record once per ledger per process (sem §3).
+    /// Journals the master-key record once per ledger per process (docs/semantics.md §3).
     pub(super) fn journal_key_if_needed(&self, ledger: LedgerId, state: &mut LedgerState) {
         if !state.key_journaled {
             if let Some(key) = &state.write_key {

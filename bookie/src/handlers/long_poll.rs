@@ -1,4 +1,4 @@
-//! v3 long-poll reads (sem §10.2): wait (bounded by the request's timeout) until the LAC
+//! v3 long-poll reads (docs/semantics.md §10.2): wait (bounded by the request's timeout) until the LAC
 //! passes `previousLAC` or the ledger is fenced, then answer with the LAC and, unless
 //! piggybacking finds nothing new, an entry.
 //!
@@ -26,7 +26,7 @@ impl Bookie {
         }
     }
 
-    /// v3 long-poll read (sem §10.2).
+    /// v3 long-poll read (docs/semantics.md §10.2).
     pub(super) async fn long_poll(
         self: Arc<Self>,
         ledger: LedgerId,

@@ -3,7 +3,7 @@
 //!
 //! The server decodes v2/v3 frames into an [`Op`], calls [`Bookie::dispatch`], and encodes
 //! the [`Reply`] in the request's protocol. Behaviour follows
-//! shared/reference/semantics.md (section numbers cited inline as "sem §n").
+//! docs/semantics.md, whose section numbers are cited inline.
 //!
 //! Invariants:
 //! - **Submission is synchronous, completion is a future.** `dispatch` performs every
@@ -127,7 +127,7 @@ impl Bookie {
         self.read_only.load(Ordering::Acquire)
     }
 
-    /// Enters (true) or leaves read-only mode (sem §14). `forceReadOnlyBookie` wins.
+    /// Enters (true) or leaves read-only mode (docs/semantics.md §14). `forceReadOnlyBookie` wins.
     pub fn set_read_only(&self, read_only: bool) {
         self.read_only
             .store(read_only || self.options.read_only, Ordering::Release);

@@ -22,7 +22,7 @@ pub struct AddOp {
     pub deferred_sync: bool,
 }
 
-/// Long-poll parameters of a v3 READ_ENTRY (sem §10.2).
+/// Long-poll parameters of a v3 READ_ENTRY (docs/semantics.md §10.2).
 #[derive(Debug, Clone, Copy)]
 pub struct LongPoll {
     pub previous_lac: i64,

@@ -1,4 +1,4 @@
-//! READ and v2 BATCH_READ (sem §10), with fencing reads (sem §6.2).
+//! READ and v2 BATCH_READ (docs/semantics.md §10), with fencing reads (docs/semantics.md §6.2).
 //!
 //! Reads block on disk, so they run on tokio's blocking pool; a panic there is answered
 //! EIO. A fencing read's answer waits for the fence record to be durable.
@@ -48,7 +48,7 @@ impl Bookie {
                 match read {
                     Err(e) => err(status(&e, At::Storage)),
                     Ok(body) => match fence_durable.await {
-                        // sem §6.2: v3 fence responses carry body but no maxLAC.
+                        // docs/semantics.md §6.2: v3 fence responses carry body but no maxLAC.
                         Ok(()) => Reply::Read {
                             status: Status::Ok,
                             entry,
@@ -81,7 +81,7 @@ impl Bookie {
         }
     }
 
-    /// v2 batch read (sem §10.3, the 4.17.x selection: first entry always, then stop at
+    /// v2 batch read (docs/semantics.md §10.3, the 4.17.x selection: first entry always, then stop at
     /// the first entry that would exceed maxSize or cannot be read).
     pub(super) fn batch_read(self: &Arc<Self>, batch: BatchReadOp) -> Pending {
         let fail = |status| Reply::BatchRead {

@@ -1,4 +1,4 @@
-//! How an operation answers: [`Status`], its v2 and v3 wire codes (protocol.md 2.4), and
+//! How an operation answers: [`Status`], its v2 and v3 wire codes (docs/protocol.md §2.4), and
 //! [`status`], the only mapping from a [`StorageError`] to a [`Status`].
 //!
 //! Invariants: v2 clients never see codes above 106 (the stock v2 decoder closes the
@@ -6,7 +6,7 @@
 
 use crate::storage::StorageError;
 
-/// Result of an operation, independent of the protocol (v2 and v3 codes in protocol.md 2.4).
+/// Result of an operation, independent of the protocol (v2 and v3 codes in docs/protocol.md §2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     Ok,
@@ -24,7 +24,7 @@ pub enum Status {
 
 impl Status {
     /// The v2 int32 code. Codes above 106 are never sent to v2 clients (the stock client
-    /// closes the connection on them, protocol.md 2.4): EUNKNOWNLEDGERSTATE becomes EIO.
+    /// closes the connection on them, docs/protocol.md §2.4): EUNKNOWNLEDGERSTATE becomes EIO.
     pub fn v2_code(self) -> i32 {
         match self {
             Status::Ok => 0,
@@ -60,14 +60,14 @@ impl Status {
 }
 
 /// What an operation was doing when storage answered with an error. The same error is
-/// answered differently in a few places (semantics.md); [`status`] is the one place that
+/// answered differently in a few places (docs/semantics.md); [`status`] is the one place that
 /// decides, so every variant of [`StorageError`] meets every context in one match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum At {
     /// Reading or changing ledger state or entries: the general rule.
     Storage,
     /// An ADD creating or writing its ledger: a ledger deleted by GC answers EFENCED
-    /// (sem §6.5), so the writer moves on to a new ensemble.
+    /// (docs/semantics.md §6.5), so the writer moves on to a new ensemble.
     Add,
     /// The LAC a long-poll answer carries: a ledger with no entry and no explicit LAC has
     /// none, which Java answers EIO (its IOException), not ENOENTRY.

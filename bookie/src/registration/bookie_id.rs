@@ -1,4 +1,4 @@
-//! Bookie id and network address (registration.md section 3).
+//! Bookie id and network address (docs/registration.md §3).
 //!
 //! Rules, in order:
 //! 1. the network host is `advertisedAddress` (trimmed) if set; else the IPv4 address of
@@ -30,7 +30,7 @@ pub struct BookieAddress {
     /// The bookie port.
     pub port: u16,
     /// Other ids this bookie may have been registered under before (IP:port, hostname:port,
-    /// advertisedAddress:port), whose ZooKeeper cookies must also match (registration.md 5.3
+    /// advertisedAddress:port), whose ZooKeeper cookies must also match (docs/registration.md §5.3
     /// step 3). Empty when a custom `bookieId` is configured. Does not contain `bookie_id`.
     pub alternate_ids: Vec<String>,
 }
@@ -190,7 +190,7 @@ pub fn resolve_bookie_address(
         .filter(|s| !s.is_empty());
     let mut alternates: Vec<String> = Vec::new();
     let host = if let Some(a) = advertised {
-        // Other ids this bookie may have used (section 5.3 step 3).
+        // Other ids this bookie may have used (docs/registration.md §5.3 step 3).
         if let Some(ip) = default_ip() {
             alternates.push(format!("{ip}:{port}"));
             if let Some(name) = reverse_lookup(ip) {

@@ -1,5 +1,5 @@
 //! `BookieServiceInfoFormat` (DataFormats.proto), the data of the registration znodes
-//! (registration.md 4.2), hand-encoded: five fields do not justify a protobuf build step.
+//! (docs/registration.md §4.2), hand-encoded: five fields do not justify a protobuf build step.
 //!
 //! Wire format (proto2):
 //! ```text
@@ -9,7 +9,7 @@
 //!            4: required string protocol; 5: repeated string auth; 6: repeated string extensions }
 //! ```
 //! Encoding writes fields in field-number order, like protobuf-java, so the bytes equal the
-//! Java bookie's (checked against the 36-byte example of registration.md).
+//! Java bookie's (checked against the 36-byte example of docs/registration.md §4.2).
 //!
 //! Invariants: decoding never panics; missing required Endpoint fields are an error (prost-style
 //! decoders would silently default them); unknown fields are skipped as protobuf requires.
@@ -72,7 +72,7 @@ impl Endpoint {
 }
 
 impl BookieServiceInfo {
-    /// What a Java bookie publishes (registration.md 4.2): the `bookie-rpc` endpoint and, if the
+    /// What a Java bookie publishes (docs/registration.md §4.2): the `bookie-rpc` endpoint and, if the
     /// HTTP server is enabled, the `httpserver` endpoint.
     pub fn for_bookie(
         host: &str,

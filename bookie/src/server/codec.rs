@@ -183,7 +183,7 @@ fn decode_v2(req: v2::Request) -> Decoded {
                 echo,
             }
         }
-        // No auth plugin: answer AuthDisabledPlugin (protocol.md 6).
+        // No auth plugin: answer AuthDisabledPlugin (docs/protocol.md §6).
         v2::Request::Auth(_) => {
             Decoded::Reply(frame(|dst| v2::AuthResponse::auth_disabled().encode(dst)))
         }

@@ -1,8 +1,8 @@
-//! v2 error codes ([`ErrorCode`], protocol.md 2.4) and their mapping to and from the v3
+//! v2 error codes ([`ErrorCode`], docs/protocol.md §2.4) and their mapping to and from the v3
 //! `StatusCode`, which is one to one.
 use crate::v3;
 
-/// v2 error codes (int32 in responses, protocol.md 2.4) and their v3 `StatusCode` twins.
+/// v2 error codes (int32 in responses, docs/protocol.md §2.4) and their v3 `StatusCode` twins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum ErrorCode {

@@ -1,9 +1,9 @@
-//! The v2 packet header (protocol.md 2.1-2.3): [`OpCode`], [`Flags`] and [`PacketHeader`],
+//! The v2 packet header (docs/protocol.md §2.1-§2.3): [`OpCode`], [`Flags`] and [`PacketHeader`],
 //! with Java's version checks (a signed version byte; legacy version 0 carries only an
 //! opcode).
 use super::{CURRENT_PROTOCOL_VERSION, LOWEST_COMPAT_PROTOCOL_VERSION};
 
-/// v2 opcodes (protocol.md 2.2). 4, 5, 6 exist in BookKeeper but have no v2 layout: the Java
+/// v2 opcodes (docs/protocol.md §2.2). 4, 5, 6 exist in BookKeeper but have no v2 layout: the Java
 /// server's decoder throws on them (connection closed), and so does ours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -32,7 +32,7 @@ impl OpCode {
     }
 }
 
-/// Header flags (low 16 bits of the packet header, protocol.md 2.3).
+/// Header flags (low 16 bits of the packet header, docs/protocol.md §2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Flags(pub u16);
 

@@ -1,4 +1,4 @@
-//! v2 binary protocol (`BookieProtocol`, protocol.md section 2): packet header, opcodes, flags,
+//! v2 binary protocol (`BookieProtocol`, docs/protocol.md §2): packet header, opcodes, flags,
 //! error codes, and every request/response the server decodes or the client receives.
 //!
 //! All decoders take a frame *payload* (without the 4-byte length prefix, as returned by

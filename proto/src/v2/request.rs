@@ -15,7 +15,7 @@ use crate::reader::Reader;
 use crate::v3;
 use crate::ProtoError;
 
-/// ADDENTRY request (protocol.md 2.6).
+/// ADDENTRY request (docs/protocol.md §2.6).
 ///
 /// Format (payload): `header(4) | master key(20) | entry(rest)` where the entry starts with
 /// `ledgerId(8) | entryId(8)` (section 5). `ledger_id`/`entry_id` are copies of the entry's
@@ -76,7 +76,7 @@ impl AddRequest {
     }
 }
 
-/// READENTRY request (protocol.md 2.8).
+/// READENTRY request (docs/protocol.md §2.8).
 ///
 /// Format (payload): `header(4) | ledgerId(8) | entryId(8) | [master key(20)]`; the key is
 /// present iff `flags` has DO_FENCING and version >= 2. Trailing bytes are ignored (as Java).
@@ -145,7 +145,7 @@ impl ReadRequest {
     }
 }
 
-/// BATCH_READ_ENTRY request (opcode 7, protocol.md 2.10).
+/// BATCH_READ_ENTRY request (opcode 7, docs/protocol.md §2.10).
 ///
 /// Format (payload): `header(4) | ledgerId(8) | startEntryId(8) | requestId(8) |
 /// maxCount(i32) | maxSize(i64) | [master key(20)]` (key as in [`ReadRequest`]).
@@ -190,7 +190,7 @@ impl BatchReadRequest {
     }
 }
 
-/// AUTH request (opcode 3, protocol.md 2.12). Format (payload): `header(4) | AuthMessage
+/// AUTH request (opcode 3, docs/protocol.md §2.12). Format (payload): `header(4) | AuthMessage
 /// protobuf (rest)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthRequest {

@@ -15,7 +15,7 @@ use crate::reader::Reader;
 use crate::v3;
 use crate::ProtoError;
 
-/// ADDENTRY response (protocol.md 2.7), always 28 bytes on the wire.
+/// ADDENTRY response (docs/protocol.md §2.7), always 28 bytes on the wire.
 ///
 /// Format (payload): `header(4: request version, opcode 1, flags 0) | errorCode(i32) |
 /// ledgerId(8) | entryId(8)`.
@@ -49,7 +49,7 @@ impl AddResponse {
     }
 }
 
-/// READENTRY response (protocol.md 2.9).
+/// READENTRY response (docs/protocol.md §2.9).
 ///
 /// Format (payload): `header(4: request version, opcode 2, flags 0) | errorCode(i32) |
 /// ledgerId(8) | entryId(8, echo of the requested id, -1 stays -1) | entry (rest; empty unless
@@ -106,7 +106,7 @@ impl ReadResponse {
     }
 }
 
-/// BATCH_READ_ENTRY response (protocol.md 2.11).
+/// BATCH_READ_ENTRY response (docs/protocol.md §2.11).
 ///
 /// Format (payload): `header(4: request version, opcode 7, flags 0) | errorCode(i32) |
 /// ledgerId(8) | startEntryId(8) | requestId(8) | { len(i32) | entry(len) }*` until the end of
@@ -136,7 +136,7 @@ impl BatchReadResponse {
     }
 
     /// Frame size including the 4-byte prefix: `36 + Σ(4 + len)` (the size accounting of
-    /// semantics.md 10.3 starts from this 36).
+    /// docs/semantics.md §10.3 starts from this 36).
     pub fn frame_len(&self) -> usize {
         self.entries.iter().fold(
             FRAME_PREFIX_BYTES + BATCH_RESPONSE_PREFIX_BYTES,
@@ -163,7 +163,7 @@ impl BatchReadResponse {
     }
 }
 
-/// AUTH response (protocol.md 2.12): `header(4: version, opcode 3, flags 0) | AuthMessage
+/// AUTH response (docs/protocol.md §2.12): `header(4: version, opcode 3, flags 0) | AuthMessage
 /// protobuf` – no error code field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthResponse {
@@ -172,7 +172,7 @@ pub struct AuthResponse {
 }
 
 impl AuthResponse {
-    /// What a bookie without an auth plugin answers to any v2 AUTH (protocol.md 6): header
+    /// What a bookie without an auth plugin answers to any v2 AUTH (docs/protocol.md §6): header
     /// version 2 (a constant, not the request's), plugin name `AuthDisabledPlugin`, empty
     /// payload.
     pub fn auth_disabled() -> Self {

@@ -1,4 +1,4 @@
-//! v3 protobuf protocol (protocol.md section 3): generated message types, validating decoders,
+//! v3 protobuf protocol (docs/protocol.md §3): generated message types, validating decoders,
 //! frame encoders, and helpers that build requests and responses by the rules of 3.3.
 //!
 //! Messages come from `proto/BookkeeperProtocol.proto` (proto2) compiled by prost; `bytes`
@@ -27,7 +27,7 @@ mod generated {
 
 pub use generated::*;
 
-/// Plugin name a bookie without authentication answers AUTH with (protocol.md 6).
+/// Plugin name a bookie without authentication answers AUTH with (docs/protocol.md §6).
 pub const AUTH_DISABLED_PLUGIN_NAME: &str = "AuthDisabledPlugin";
 /// `header.priority` the Java client sends for recovery reads/adds; `> 0` means high priority.
 pub const DEFAULT_HIGH_PRIORITY_VALUE: u32 = 100;
@@ -269,7 +269,7 @@ pub fn new_request(txn_id: u64, priority: Option<u32>, body: RequestBody) -> Req
 }
 
 // ---------------------------------------------------------------------------------------------
-// Response construction (protocol.md 3.3)
+// Response construction (docs/protocol.md §3.3)
 // ---------------------------------------------------------------------------------------------
 
 /// Header of a normal response: VERSION_THREE, the request's operation and txnId, no
@@ -406,7 +406,7 @@ pub fn auth_response(req: &BkPacketHeader, message: AuthMessage) -> Response {
     }
 }
 
-/// What a bookie without an auth plugin answers to a v3 AUTH (protocol.md 6).
+/// What a bookie without an auth plugin answers to a v3 AUTH (docs/protocol.md §6).
 pub fn auth_disabled_response(req: &BkPacketHeader) -> Response {
     auth_response(
         req,
@@ -483,7 +483,7 @@ impl BkPacketHeader {
 }
 
 impl ReadRequest {
-    /// Long poll: `previousLAC` set and the flag is not FENCE_LEDGER (semantics.md 10.2).
+    /// Long poll: `previousLAC` set and the flag is not FENCE_LEDGER (docs/semantics.md §10.2).
     pub fn is_long_poll(&self) -> bool {
         self.previous_lac.is_some() && self.flag != Some(read_request::Flag::FenceLedger as i32)
     }

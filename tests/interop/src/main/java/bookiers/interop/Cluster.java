@@ -187,8 +187,8 @@ public final class Cluster implements AutoCloseable {
     }
 
     /**
-     * Checks that what initNewCluster wrote is the layout /work/shared/reference/registration.md
-     * section 2 describes (the layout a Rust bookie must accept), so a drift between the stock
+     * Checks that what initNewCluster wrote is the layout docs/registration.md §2
+     * describes (the layout a Rust bookie must accept), so a drift between the stock
      * code and that document shows up here rather than as a puzzling bookie start-up failure.
      */
     private void checkNewClusterLayout() throws Exception {
@@ -196,7 +196,7 @@ public final class Cluster implements AutoCloseable {
         String want = "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
         if (!layout.equals(want)) {
             throw new IllegalStateException("initNewCluster wrote LAYOUT " + layout.replace("\n", "\\n")
-                    + ", registration.md says " + want.replace("\n", "\\n"));
+                    + ", docs/registration.md says " + want.replace("\n", "\\n"));
         }
         String instanceId = new String(zk.getData(LEDGERS_ROOT + "/INSTANCEID", false, null), StandardCharsets.UTF_8);
         java.util.UUID.fromString(instanceId); // throws if not a bare UUID string

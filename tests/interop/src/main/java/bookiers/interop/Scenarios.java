@@ -5,7 +5,7 @@
  *
  * Every check compares against values the scenario computed itself (deterministic payloads,
  * acknowledged entry ids, error codes the stock Java bookie gives as documented in
- * /work/shared/reference/semantics.md), never against a hard-coded answer of the bookie.
+ * docs/semantics.md), never against a hard-coded answer of the bookie.
  */
 package bookiers.interop;
 
@@ -860,7 +860,7 @@ final class Scenarios {
     // ---------------------------------------------------------------- s12
 
     /**
-     * What a bookie leaves in ZooKeeper and its directories (registration.md sections 4 and 5):
+     * What a bookie leaves in ZooKeeper and its directories (docs/registration.md §4 and §5):
      * an ephemeral /ledgers/available/<id> whose data is exactly the BookieServiceInfoFormat the
      * Java bookie writes (one "bookie-rpc" endpoint), the ZK cookie and a current/VERSION cookie in
      * the journal and ledger dir, equal to the cookie the stock code builds for this config, and
