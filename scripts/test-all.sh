@@ -2,7 +2,8 @@
 # The one test command (README.md; CI runs it through .ci/run). Runs, in order:
 #   1. prerequisites: the Debian zookeeper package (registration and GC-scan tests) and
 #      cargo-fuzz, installed when missing;
-#   2. cargo fmt --check and clippy -D warnings over every target;
+#   2. cargo fmt --check, the citation check (scripts/check-citations.sh) and clippy
+#      -D warnings over every target (clippy.toml also keeps file access inside disk/);
 #   3. cargo test over the workspace (unit, property, simulated-disk, crash and protocol tests);
 #   4. a smoke run of every fuzz target (the wire decoders 60 s each, the others shorter);
 #   5. the Java conformance suite (tests/interop/run.sh): every scenario against the stock
@@ -21,6 +22,9 @@ export BK_REQUIRE_ZK=1 BK_REQUIRE_URING=1 BK_REQUIRE_LOOP=1
 
 stage "cargo fmt --check"
 cargo fmt --all -- --check
+
+stage "every citation resolves to a file and section in docs/"
+scripts/check-citations.sh
 
 stage "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
