@@ -9,7 +9,7 @@
 //! - `syscall`: plain pread/pwrite/fdatasync, chosen where io_uring is unavailable
 //!   (or by config); completes every operation at submit time;
 //! - `sim`: a seeded, deterministic simulated disk for tests, with volatile and durable
-//!   images and injectable faults (fault model documented in `sim.rs`).
+//!   images and injectable faults (fault model documented in `sim/mod.rs`).
 //!
 //! `checked::Checked` wraps any backend in tests and asserts correct use: aligned
 //! offsets and lengths, no overlapping in-flight writes, nothing after close.
