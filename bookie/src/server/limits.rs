@@ -222,6 +222,8 @@ impl ConnectionLimits {
             Kind::Write => (&self.writes, &self.global.writes),
             Kind::Read => (&self.reads, &self.global.reads),
         };
+        // The semaphores are never closed, so acquire cannot fail; if it ever did, we
+        // would rather wait forever on this connection than run unbounded.
         let connection = match conn.clone().acquire_owned().await {
             Ok(p) => p,
             Err(_) => std::future::pending().await,
@@ -237,38 +239,20 @@ impl ConnectionLimits {
         }
     }
 
-    /// Waits until a request of `kind` carrying `bytes` request bytes may proceed.
+    /// Waits until a request of `kind` carrying `bytes` request bytes may proceed: the
+    /// counts as [`ConnectionLimits::admit`], then the bytes from the global budget.
     pub async fn acquire(&self, kind: Kind, bytes: usize) -> Permit {
-        let (conn, global) = match kind {
-            Kind::Write => (&self.writes, &self.global.writes),
-            Kind::Read => (&self.reads, &self.global.reads),
-        };
-        // The semaphores are never closed, so acquire cannot fail; if it ever did, we
-        // would rather wait forever on this connection than run unbounded.
-        let connection = match conn.clone().acquire_owned().await {
-            Ok(p) => p,
-            Err(_) => std::future::pending().await,
-        };
-        let global = match global.clone().acquire_owned().await {
-            Ok(p) => p,
-            Err(_) => std::future::pending().await,
-        };
+        let mut permit = self.admit(kind, None).await;
         let want = bytes
             .min(self.global.config.max_bytes_in_progress)
             .min(u32::MAX as usize) as u32;
-        let bytes = if want == 0 {
-            None
-        } else {
-            match self.global.bytes.clone().acquire_many_owned(want).await {
+        if want > 0 {
+            permit._bytes = match self.global.bytes.clone().acquire_many_owned(want).await {
                 Ok(p) => Some(p),
                 Err(_) => std::future::pending().await,
-            }
-        };
-        Permit {
-            _connection: connection,
-            _global: global,
-            _bytes: bytes,
+            };
         }
+        permit
     }
 }
 
