@@ -79,10 +79,14 @@ pub enum StorageError {
     /// task, a dropped durability waiter): the outcome is unknown (answered EIO).
     #[error("{0} was lost")]
     Lost(&'static str),
-    /// An I/O failure outside the journal and the entry log (statvfs of a ledger
-    /// directory), described in words (answered EIO).
-    #[error("I/O error: {0}")]
-    Io(String),
+    /// The file system of a ledger directory could not be asked for its space
+    /// (statvfs; answered EIO).
+    #[error("statvfs {}: {source}", dir.display())]
+    FileSystemSpace {
+        dir: std::path::PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
     /// The request cannot be stored as given (answered EBADREQ).
     #[error("invalid input: {0}")]
     Invalid(String),
@@ -415,8 +419,10 @@ fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
             dir.display()
         )));
     }
-    let s = bk_disk::file_system_space(dir)
-        .map_err(|e| StorageError::Io(format!("statvfs {}: {e}", dir.display())))?;
+    let s = bk_disk::file_system_space(dir).map_err(|e| StorageError::FileSystemSpace {
+        dir: dir.to_path_buf(),
+        source: Arc::new(e),
+    })?;
     Ok(FsSpace {
         fsid: s.fsid,
         total: s.space.total_bytes,

@@ -98,7 +98,7 @@ pub fn status(e: &StorageError, at: At) -> Status {
         | StorageError::Journal(_)
         | StorageError::Replay(_)
         | StorageError::Lost(_)
-        | StorageError::Io(_) => Status::Io,
+        | StorageError::FileSystemSpace { .. } => Status::Io,
     }
 }
 
