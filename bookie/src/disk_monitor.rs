@@ -1,9 +1,11 @@
 //! The disk-usage monitor (docs/semantics.md §14): every `diskCheckInterval` it asks storage
-//! for the disk-usage mode and moves the bookie, its registration and its metrics between
-//! writable and read-only.
+//! for the disk-usage mode and sets or clears the bookie's
+//! [`ReadOnlyReason::LedgerDisksFull`]; `mode::publish_mode` carries the change to the
+//! registration and the metrics.
 //!
 //! Invariants:
-//! - `forceReadOnlyBookie` wins over a writable disk (`Bookie::set_read_only`);
+//! - it only touches its own reason: `forceReadOnlyBookie`, a manual read-only or a full
+//!   journal disk stay in force whatever the ledger disks say;
 //! - with `readOnlyModeEnabled=false` a full disk is fatal: the bookie exits rather than
 //!   keep taking writes it cannot store;
 //! - high-priority (recovery) writes stay allowed while some ledger directory keeps
@@ -17,8 +19,7 @@ use std::time::Duration;
 
 use crate::config::BookieConfig;
 use crate::handlers::Bookie;
-use crate::metrics::{Metrics, ServerStatus};
-use crate::registration::Registration;
+use crate::mode::ReadOnlyReason;
 use crate::storage::exit_on_fatal;
 use crate::storage::real::RealStorage;
 
@@ -42,23 +43,8 @@ impl DiskMonitorConfig {
     }
 }
 
-/// The registration / metrics status of a bookie in this mode.
-pub fn server_status(read_only: bool) -> ServerStatus {
-    if read_only {
-        ServerStatus::ReadOnly
-    } else {
-        ServerStatus::Writable
-    }
-}
-
 /// Runs the monitor until storage shuts down (module docs).
-pub async fn disk_monitor(
-    storage: Arc<RealStorage>,
-    bookie: Arc<Bookie>,
-    registration: Option<Arc<Registration>>,
-    metrics: Metrics,
-    cfg: DiskMonitorConfig,
-) {
+pub async fn disk_monitor(storage: Arc<RealStorage>, bookie: Arc<Bookie>, cfg: DiskMonitorConfig) {
     let mut tick = tokio::time::interval(cfg.interval);
     loop {
         tick.tick().await;
@@ -83,17 +69,6 @@ pub async fn disk_monitor(
             tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
             exit_on_fatal()("ledger directories full");
         }
-        let was = bookie.is_read_only();
-        bookie.set_read_only(read_only);
-        let now = bookie.is_read_only();
-        if was != now {
-            tracing::warn!(read_only = now, "bookie mode changed by disk usage");
-            metrics.set_server_status(server_status(now));
-            if let Some(reg) = &registration {
-                if let Err(e) = reg.set_read_only(now).await {
-                    tracing::error!(error = %e, "could not publish the mode change");
-                }
-            }
-        }
+        bookie.set_read_only(ReadOnlyReason::LedgerDisksFull, read_only);
     }
 }

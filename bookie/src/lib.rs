@@ -4,8 +4,8 @@
 //! - request path: `server` (connections, framing, dispatch, backpressure), `handlers`
 //!   (one function per bookie operation), `storage` (the journal + entry log pair, start-up
 //!   replay, checkpointing);
-//! - process: `node` (assembly, start-up and shutdown order), `disk_monitor` (disk usage ->
-//!   read-only), `gc` (GC rounds and compaction schedule), `request_metrics` (the request
+//! - process: `node` (assembly, start-up and shutdown order), `mode` (writable / read-only
+//!   and why, published to ZooKeeper and metrics), `disk_monitor` (disk usage -> read-only), `gc` (GC rounds and compaction schedule), `request_metrics` (the request
 //!   path into the stock metrics);
 //! - operations: `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus
 //!   `/metrics` with stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available /
@@ -23,6 +23,7 @@ pub mod gc;
 pub mod gc_scan;
 pub mod handlers;
 pub mod metrics;
+pub mod mode;
 pub mod node;
 pub mod registration;
 pub mod request_metrics;

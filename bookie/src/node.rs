@@ -23,10 +23,11 @@ use std::time::Duration;
 
 use crate::config::mapping::{server_config, storage_config};
 use crate::config::BookieConfig;
-use crate::disk_monitor::{self, server_status, DiskMonitorConfig};
+use crate::disk_monitor::{self, DiskMonitorConfig};
 use crate::gc::{self, CompactionSchedule};
 use crate::handlers::{Bookie, BookieOptions};
 use crate::metrics::{self, Gauge, Metrics, ServerStatus};
+use crate::mode::{self, ReadOnlyReason};
 use crate::registration::{self, Registration};
 use crate::request_metrics::MetricsObserver;
 use crate::server::{RequestObserver, Server};
@@ -141,8 +142,6 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     let monitor = tokio::spawn(disk_monitor::disk_monitor(
         storage.clone(),
         bookie.clone(),
-        registration.clone(),
-        metrics.clone(),
         DiskMonitorConfig::from_config(&cfg),
     ));
     let gc = registration.as_ref().map(|reg| {
@@ -157,11 +156,17 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
 
     // 4. Registration.
     if let Some(reg) = &registration {
-        reg.register(bookie.is_read_only())
+        reg.register(bookie.mode().reasons().published_read_only())
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
     }
-    metrics.set_server_status(server_status(bookie.is_read_only()));
+    // From here on every mode change (disk monitor, journal, operator) is published by
+    // one task, in order.
+    let publisher = tokio::spawn(mode::publish_mode(
+        bookie.mode().clone(),
+        registration.clone(),
+        metrics.clone(),
+    ));
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
     // 5. Wait for a signal, or for ZooKeeper to refuse our authentication.
@@ -181,7 +186,8 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         }
     }
 
-    bookie.set_read_only(true);
+    publisher.abort();
+    bookie.set_read_only(ReadOnlyReason::ShuttingDown, true);
     let drained = server.shutdown().await;
     if !drained {
         tracing::warn!("requests still in flight after the drain timeout");

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bk_proto::v2::{self, ErrorCode, Flags};
 use bookie::handlers::BookieOptions;
+use bookie::mode::ReadOnlyReason;
 use bookie::storage::JournalRecord;
 use bytes::Bytes;
 use common::*;
@@ -274,7 +275,7 @@ async fn read_only_bookie_rejects_adds_but_serves_reads_and_recovery() {
     let b = mem_bookie().await;
     let mut c = Client::connect(b.addr()).await;
     c.v2_add(Flags::NONE, key(), entry(2, 0, -1, b"a")).await;
-    b.bookie.set_read_only(true);
+    b.bookie.set_read_only(ReadOnlyReason::Manual, true);
     assert_eq!(
         c.v2_add(Flags::NONE, key(), entry(2, 1, -1, b"a"))
             .await
@@ -292,7 +293,7 @@ async fn read_only_bookie_rejects_adds_but_serves_reads_and_recovery() {
         c.v2_add(rec, key(), entry(2, 2, -1, b"a")).await.error,
         ErrorCode::ReadOnly
     );
-    b.bookie.set_read_only(false);
+    b.bookie.set_read_only(ReadOnlyReason::Manual, false);
     assert_eq!(
         c.v2_add(Flags::NONE, key(), entry(2, 3, -1, b"a"))
             .await
@@ -311,7 +312,7 @@ async fn forced_read_only_stays_read_only() {
         loopback_config(),
     )
     .await;
-    b.bookie.set_read_only(false);
+    b.bookie.set_read_only(ReadOnlyReason::Manual, false);
     let mut c = Client::connect(b.addr()).await;
     assert_eq!(
         c.v2_add(Flags::NONE, key(), entry(2, 0, -1, b"a"))

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use bk_proto::v3::{self, read_request, RequestBody, StatusCode};
 use bk_proto::DigestManager;
+use bookie::mode::ReadOnlyReason;
 use bytes::Bytes;
 use common::*;
 
@@ -133,7 +134,7 @@ async fn write_lac_and_read_lac() {
         .await;
     assert_eq!(v3_status(&wl), StatusCode::Eua);
     // read-only rejects WRITE_LAC
-    b.bookie.set_read_only(true);
+    b.bookie.set_read_only(ReadOnlyReason::Manual, true);
     let wl = c
         .v3_call(
             Some(100),

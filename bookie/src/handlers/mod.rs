@@ -41,6 +41,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::mode::{BookieMode, ReadOnlyReason};
 use crate::storage::{LedgerId, Store};
 use ledger_state::LedgerState;
 
@@ -91,7 +92,7 @@ pub struct Bookie {
     store: Arc<Store>,
     options: BookieOptions,
     shards: Vec<Mutex<HashMap<LedgerId, LedgerState>>>,
-    read_only: AtomicBool,
+    mode: Arc<BookieMode>,
     high_priority_writes_allowed: AtomicBool,
 }
 
@@ -109,12 +110,12 @@ pub const ENTRY_METADATA_LENGTH: usize = 32;
 
 impl Bookie {
     pub fn new(store: Arc<Store>, options: BookieOptions) -> Arc<Bookie> {
-        let read_only = options.read_only;
+        let mode = Arc::new(BookieMode::new(options.read_only));
         Arc::new(Bookie {
             store,
             options,
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            read_only: AtomicBool::new(read_only),
+            mode,
             high_priority_writes_allowed: AtomicBool::new(true),
         })
     }
@@ -123,14 +124,23 @@ impl Bookie {
         &self.store
     }
 
+    /// True while any [`ReadOnlyReason`] holds: adds and write-LACs get EREADONLY.
     pub fn is_read_only(&self) -> bool {
-        self.read_only.load(Ordering::Acquire)
+        self.mode.is_read_only()
     }
 
-    /// Enters (true) or leaves read-only mode (docs/semantics.md §14). `forceReadOnlyBookie` wins.
-    pub fn set_read_only(&self, read_only: bool) {
-        self.read_only
-            .store(read_only || self.options.read_only, Ordering::Release);
+    /// The mode and its reasons (docs/semantics.md §14); shared with whoever publishes it.
+    pub fn mode(&self) -> &Arc<BookieMode> {
+        &self.mode
+    }
+
+    /// Sets or clears one cause of read-only mode; returns true when the set changed.
+    /// `forceReadOnlyBookie` ([`ReadOnlyReason::Forced`]) is never cleared.
+    pub fn set_read_only(&self, reason: ReadOnlyReason, on: bool) -> bool {
+        if reason == ReadOnlyReason::Forced && !on && self.options.read_only {
+            return false;
+        }
+        self.mode.set(reason, on)
     }
 
     pub fn set_high_priority_writes_allowed(&self, allowed: bool) {
