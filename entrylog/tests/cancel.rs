@@ -89,7 +89,6 @@ fn cancel_wakes_a_rate_limited_compaction_and_loses_nothing() {
     // Reopened, the log holds everything, and an uncancelled compaction finishes.
     let log = Arc::into_inner(log).unwrap();
     log.close().unwrap();
-    let mut cfg = cfg;
     cfg.compaction_rate_bytes_per_sec = 0;
     let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).unwrap();
     assert_ledger_1_intact(&log);
