@@ -201,8 +201,9 @@ impl EntryLog {
 
     /// Compacts segments whose live fraction is below `threshold` (None = the
     /// configured `compaction_threshold`) and merges runs of small segments: live
-    /// entries are copied, at most `compaction_rate_bytes_per_sec`, into a new durable
-    /// segment; then the index switches over and the old files are removed.
+    /// entries are copied, within the compaction rates (bytes and entries per second),
+    /// into a new durable segment; then the index switches over and the old files are
+    /// removed.
     pub fn compact(&self, threshold: Option<f64>) -> Result<CompactionReport> {
         self.compact_until(threshold, &Cancel::new())
     }
