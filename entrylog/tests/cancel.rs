@@ -63,8 +63,9 @@ fn tmp_files(fs: &SimFs) -> Vec<PathBuf> {
 fn cancel_wakes_a_rate_limited_compaction_and_loses_nothing() {
     let fs = SimFs::new(21);
     let mut cfg = small_config();
-    // ~200 KB to copy at 10 KB/s: ~20 s unless cancelled.
-    cfg.compaction_rate_bytes_per_sec = 10_000;
+    // ~200 KB to copy at 1 KB/s: the first read batch (one segment's 50 KB) alone is
+    // due ~50 s later, so only a sleep that wakes on the cancel returns in time.
+    cfg.compaction_rate_bytes_per_sec = 1_000;
     let log = Arc::new(EntryLog::open(dirs(), cfg.clone(), sim_factory(&fs)).unwrap());
     fill_and_delete(&log);
     let cancel = Cancel::new();
