@@ -8,12 +8,16 @@
 //!   ledgers" (gc_scan.rs);
 //! - the bookie forgets the in-memory state of exactly the ledgers the round deleted
 //!   (the ids the entry log reports), and logs them;
-//! - the loop ends when storage is shut down. It never runs in standalone mode (the
+//! - the loop ends when storage is shut down or its [`Cancel`] is cancelled (the first
+//!   step of shutdown, docs/semantics.md §16); a compaction or GC pass in progress stops
+//!   within one read batch or written entry (entrylog/src/compaction.rs), so shutdown
+//!   never waits for a rate-limited compaction. It never runs in standalone mode (the
 //!   caller spawns it only with a ZooKeeper registration).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use bk_entrylog::Cancel;
 use tokio::time::Instant;
 
 use crate::config::BookieConfig;
@@ -54,6 +58,7 @@ async fn compact_if_due(
     schedule: &CompactionSchedule,
     last_minor: &mut Instant,
     last_major: &mut Instant,
+    cancel: &Cancel,
 ) {
     let now = Instant::now();
     let threshold = match (schedule.major, schedule.minor) {
@@ -68,14 +73,20 @@ async fn compact_if_due(
         }
         _ => return,
     };
-    let st = storage.clone();
-    match tokio::task::spawn_blocking(move || st.compact(threshold)).await {
-        Ok(Ok(report)) if report.compacted_segments > 0 || report.removed_segments > 0 => {
+    let (st, c) = (storage.clone(), cancel.clone());
+    // Reported by the blocking task itself: shutdown aborts this task, and the pass it
+    // cancelled still says how far it got.
+    let _ = tokio::task::spawn_blocking(move || match st.compact(threshold, &c) {
+        Ok(report) if report.cancelled => {
+            tracing::info!(?report, threshold, "compaction cancelled by shutdown");
+        }
+        Ok(report) if report.compacted_segments > 0 || report.removed_segments > 0 => {
             tracing::info!(?report, threshold, "compaction done");
         }
-        Ok(Err(e)) if !e.is_shut_down() => tracing::warn!(error = %e, "compaction failed"),
+        Err(e) if !e.is_shut_down() => tracing::warn!(error = %e, "compaction failed"),
         _ => {}
-    }
+    })
+    .await;
 }
 
 /// The GC loop: one round every `interval` (module docs).
@@ -85,6 +96,7 @@ pub async fn gc_loop(
     registration: Arc<Registration>,
     interval: Duration,
     compaction: CompactionSchedule,
+    cancel: Cancel,
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.tick().await;
@@ -92,7 +104,20 @@ pub async fn gc_loop(
     let mut last_major = last_minor;
     loop {
         tick.tick().await;
-        compact_if_due(&storage, &compaction, &mut last_minor, &mut last_major).await;
+        if cancel.is_cancelled() {
+            return;
+        }
+        compact_if_due(
+            &storage,
+            &compaction,
+            &mut last_minor,
+            &mut last_major,
+            &cancel,
+        )
+        .await;
+        if cancel.is_cancelled() {
+            return;
+        }
         // Fails only once the entry log is closed.
         let Ok(token) = storage.begin_gc_scan() else {
             return;
@@ -112,9 +137,9 @@ pub async fn gc_loop(
                     continue;
                 }
             };
-        let st = storage.clone();
+        let (st, c) = (storage.clone(), cancel.clone());
         let result =
-            tokio::task::spawn_blocking(move || st.gc(token, &|id| live.contains(id))).await;
+            tokio::task::spawn_blocking(move || st.gc(token, &|id| live.contains(id), &c)).await;
         match result {
             Ok(Ok(report)) => {
                 for id in &report.deleted_ledgers {

@@ -8,10 +8,20 @@
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
 //!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
 //! 4. registration in ZooKeeper (writable, or read-only when forced);
-//! 5. on SIGTERM/SIGINT: stop reading requests and drain the ones in flight, flush +
-//!    checkpoint, shut the journal and entry log down, unregister, exit 0. A fatal
+//! 5. on SIGTERM/SIGINT: cancel GC and compaction (a pass in progress stops within one
+//!    read batch or written entry), stop reading requests and drain the ones in flight
+//!    (at most [`DRAIN_BUDGET`]), flush + checkpoint, shut the journal and entry log down
+//!    (done by [`STORAGE_DEADLINE`] after the signal), unregister, exit 0. A fatal
 //!    storage error, or ZooKeeper refusing our authentication, exits non-zero; a ZooKeeper
 //!    outage or session expiry does not (registration retries until ZooKeeper is back).
+//!
+//! Shutdown is bounded: `run` returns within [`SHUTDOWN_BUDGET`] of the signal and
+//! `main` gives the runtime at most 1 s more, so the process is gone within 10 s of a
+//! SIGTERM whatever runs (docs/semantics.md §16). A final flush that cannot finish in
+//! time (a stalled or full disk) is given up: logged, exit code [`EXIT_FLUSH_GAVE_UP`],
+//! the journal not trimmed. Nothing is lost by it: every acknowledged add is already
+//! fsynced in the journal (acknowledgement waits for that), and the next start replays
+//! it. A signal during start-up (steps 1-4) stops start-up the same way.
 //!
 //! This file owns assembly and that order only; what each background task does lives
 //! in its own module.
@@ -20,6 +30,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use bk_entrylog::Cancel;
+use tokio::signal::unix::Signal;
+use tokio::time::Instant;
 
 use crate::config::mapping::{server_config, storage_config};
 use crate::config::BookieConfig;
@@ -35,6 +49,25 @@ use crate::storage::real::{self, RealStorage};
 use crate::storage::{exit_on_fatal, StorageError};
 
 pub use crate::config::mapping::CURRENT_DIR;
+
+/// `run` returns within this of the stop signal (module docs).
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(8);
+/// The request drain takes at most this of it.
+pub const DRAIN_BUDGET: Duration = Duration::from_secs(3);
+/// The final flush, checkpoint and storage shutdown end by this, counted from the signal;
+/// unregistering gets the rest of [`SHUTDOWN_BUDGET`].
+pub const STORAGE_DEADLINE: Duration = Duration::from_millis(6500);
+/// Exit code when the final flush did not finish within the budget (EX_TEMPFAIL): the
+/// journal still holds every acknowledged entry and is replayed at the next start.
+pub const EXIT_FLUSH_GAVE_UP: i32 = 75;
+
+/// The next SIGTERM or SIGINT (one that arrived earlier and was not yet taken counts).
+async fn stop_signal(term: &mut Signal, interrupt: &mut Signal) -> &'static str {
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
+    }
+}
 
 /// Why the bookie stopped.
 #[derive(Debug, thiserror::Error)]
@@ -60,32 +93,53 @@ fn create_dirs(disk: &mut dyn bk_disk::Disk, dirs: &[PathBuf]) -> Result<(), Nod
 
 /// Runs the bookie until a signal or a fatal error. Returns the process exit code.
 pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
-    // Signal handlers first: a SIGTERM that arrives while we start (even right after the
-    // registration node appears) is then queued and handled in step 5, rather than killing
-    // the process with the default action and leaving a registration behind.
+    // Signal handlers first: a SIGTERM that arrives while we start stops start-up (below)
+    // rather than killing the process with the default action and leaving a registration
+    // behind.
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
+    // Steps 1-2 bind no port, so nothing was acknowledged: a signal abandons them at
+    // once (a journal replay cut short is replayed again at the next start, as after a
+    // crash).
+    let started = tokio::select! {
+        opened = open(&cfg) => opened?,
+        name = stop_signal(&mut term, &mut interrupt) => {
+            tracing::info!("{name} during start-up: stopping before serving");
+            return Ok(0);
+        }
+    };
+    serve(cfg, started, term, interrupt).await
+}
+
+/// What steps 1-2 bring up.
+struct Opened {
+    registration: Option<Registration>,
+    storage: Arc<RealStorage>,
+}
+
+/// Steps 1-2: cookies (and the ZooKeeper session), then storage.
+async fn open(cfg: &BookieConfig) -> Result<Opened, NodeError> {
     let standalone = cfg.metadata_service.is_none();
-    let addr = registration::resolve_bookie_address(&cfg, cfg.bookie_port)
+    let addr = registration::resolve_bookie_address(cfg, cfg.bookie_port)
         .map_err(|e| NodeError::BookieId(e.to_string()))?;
     tracing::info!(bookie_id = %addr.bookie_id, standalone, "starting bookie");
 
     let mut disk = bk_disk::open_disk(&bk_disk::DiskConfig::default())?.disk;
-    let storage_cfg = storage_config(&cfg);
+    let storage_cfg = storage_config(cfg);
     create_dirs(disk.as_mut(), &storage_cfg.journal_dirs)?;
     create_dirs(disk.as_mut(), &storage_cfg.ledger_dirs)?;
 
     // 1. Cookies.
     let registration = if standalone {
-        registration::check_cookies_standalone(&cfg, &addr, disk.as_mut())
+        registration::check_cookies_standalone(cfg, &addr, disk.as_mut())
             .map_err(|e| NodeError::Registration(e.to_string()))?;
         None
     } else {
-        let reg = Registration::connect(&cfg, &addr)
+        let reg = Registration::connect(cfg, &addr)
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
-        reg.check_cookies(&cfg, &addr, disk.as_mut())
+        reg.check_cookies(cfg, &addr, disk.as_mut())
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
         Some(reg)
@@ -101,6 +155,23 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         tracing::info!(replayed = opened.replayed, "journal replayed");
         Arc::new(opened)
     };
+    Ok(Opened {
+        registration,
+        storage,
+    })
+}
+
+/// Steps 3-5: serve until a signal or a fatal error, then shut down within the budget.
+async fn serve(
+    cfg: BookieConfig,
+    opened: Opened,
+    mut term: Signal,
+    mut interrupt: Signal,
+) -> Result<i32, NodeError> {
+    let Opened {
+        registration,
+        storage,
+    } = opened;
     let bookie = Bookie::new(
         storage.store.clone(),
         BookieOptions {
@@ -144,6 +215,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         bookie.clone(),
         DiskMonitorConfig::from_config(&cfg),
     ));
+    let maintenance = Cancel::new();
     let gc = registration.as_ref().map(|reg| {
         tokio::spawn(gc::gc_loop(
             storage.clone(),
@@ -151,14 +223,19 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             reg.clone(),
             cfg.gc_wait_time.max(Duration::from_secs(1)),
             CompactionSchedule::from_config(&cfg),
+            maintenance.clone(),
         ))
     });
 
-    // 4. Registration.
+    // 4. Registration (a signal meanwhile goes straight to the shutdown of step 5).
+    let mut signalled = None;
     if let Some(reg) = &registration {
-        reg.register(bookie.mode().reasons().published_read_only())
-            .await
-            .map_err(|e| NodeError::Registration(e.to_string()))?;
+        tokio::select! {
+            registered = reg.register(bookie.mode().reasons().published_read_only()) => {
+                registered.map_err(|e| NodeError::Registration(e.to_string()))?;
+            }
+            name = stop_signal(&mut term, &mut interrupt) => signalled = Some(name),
+        }
     }
     // From here on every mode change (disk monitor, journal, operator) is published by
     // one task, in order.
@@ -172,46 +249,81 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     // 5. Wait for a signal, or for ZooKeeper to refuse our authentication.
     let mut exit_code = 0;
     let mut fatal = registration.as_ref().map(|r| r.fatal());
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
-        reason = async {
-            match fatal.as_mut() {
-                Some(rx) => rx.wait_for(|r| r.is_some()).await.ok().and_then(|r| r.clone()),
-                None => std::future::pending().await,
+    match signalled {
+        Some(name) => tracing::info!("{name} during registration: shutting down"),
+        None => tokio::select! {
+            name = stop_signal(&mut term, &mut interrupt) => {
+                tracing::info!("{name}: shutting down");
             }
-        } => {
-            tracing::error!(?reason, "registration lost; shutting down");
-            exit_code = 1;
-        }
+            reason = async {
+                match fatal.as_mut() {
+                    Some(rx) => rx.wait_for(|r| r.is_some()).await.ok().and_then(|r| r.clone()),
+                    None => std::future::pending().await,
+                }
+            } => {
+                tracing::error!(?reason, "registration lost; shutting down");
+                exit_code = 1;
+            }
+        },
     }
+    let signal_at = Instant::now();
 
-    publisher.abort();
-    bookie.set_read_only(ReadOnlyReason::ShuttingDown, true);
-    let drained = server.shutdown().await;
-    if !drained {
-        tracing::warn!("requests still in flight after the drain timeout");
-    }
-    monitor.abort();
+    // Maintenance first: a compaction or GC pass holds the entry log open, and closing
+    // it would wait for the pass (at its configured rate, minutes).
+    maintenance.cancel();
     if let Some(gc) = gc {
         gc.abort();
     }
+    monitor.abort();
+    publisher.abort();
+    bookie.set_read_only(ReadOnlyReason::ShuttingDown, true);
+    if tokio::time::timeout(DRAIN_BUDGET, server.shutdown())
+        .await
+        .map_or(true, |drained| !drained)
+    {
+        tracing::warn!(
+            budget = ?DRAIN_BUDGET,
+            "requests still in flight after the drain; they are not answered"
+        );
+    }
+    // The flusher may be in a flush; the final flush waits for it (one at a time).
     stop.store(true, Ordering::Release);
-    let _ = tokio::task::spawn_blocking(move || flusher.join()).await;
     let st = storage.clone();
-    match tokio::task::spawn_blocking(move || st.shutdown()).await {
-        Ok(Ok(())) => tracing::info!("storage flushed and checkpointed"),
-        Ok(Err(e)) => {
+    let final_flush = tokio::task::spawn_blocking(move || {
+        let _ = flusher.join();
+        st.shutdown()
+    });
+    match tokio::time::timeout_at(signal_at + STORAGE_DEADLINE, final_flush).await {
+        Ok(Ok(Ok(()))) => tracing::info!("storage flushed and checkpointed"),
+        Ok(Ok(Err(e))) => {
             tracing::error!(error = %e, "final flush failed");
             exit_code = 70;
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             tracing::error!(error = %e, "final flush task failed");
             exit_code = 70;
         }
+        Err(_) => {
+            // The blocked flush is left behind (the process exits under it); the journal
+            // is not trimmed, and it holds every acknowledged add (fsynced before it was
+            // acknowledged), so the next start replays what the entry log lacks.
+            tracing::error!(
+                deadline = ?STORAGE_DEADLINE,
+                "final flush did not finish in time (stalled or full disk?): giving up; \
+                 every acknowledged entry is in the journal and is replayed at the next start"
+            );
+            exit_code = EXIT_FLUSH_GAVE_UP;
+        }
     }
     if let Some(reg) = &registration {
-        reg.shutdown().await;
+        if tokio::time::timeout_at(signal_at + SHUTDOWN_BUDGET, reg.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "unregistering did not finish in time; the node goes when the session expires"
+            );
+        }
     }
     metrics.set_server_status(ServerStatus::Unregistered);
     if let Some(m) = metrics_server {

@@ -13,12 +13,20 @@
 //! rename, directory sync) before the index switches to it and before the old files
 //! are removed; entries overwritten or ledgers deleted during the copy keep their newer
 //! state (only copies still current at switch-over are installed).
+//!
+//! Cancellation (a [`Cancel`], or the entry log closing): checked before each group,
+//! after each read batch (at most 1 MiB of adjacent entries), before each entry written,
+//! and the rate-limit sleep wakes on it. A group cancelled before its output segment is
+//! durable is discarded: the `.tmp` is removed and the index and old files are untouched.
+//! A group whose segment is already durable is installed (index switch, old files
+//! removed: no further I/O than unlinks). Either way the state is one a crash could
+//! also have left, which start-up already handles.
 
 use crate::format::EntryLoc;
 use crate::index::{Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
 use crate::segment::{self, SegmentInput};
-use crate::{CompactionReport, Error, Result, Shared};
+use crate::{Cancel, CompactionReport, Error, Result, Shared};
 use bk_disk::{Disk, OpenOptions};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashSet};
@@ -83,9 +91,14 @@ impl Shared {
         groups
     }
 
-    pub(crate) fn compact(&self, threshold: f64) -> Result<CompactionReport> {
+    /// True once `cancel` is cancelled or the entry log is closing.
+    fn compaction_cancelled(&self, cancel: &Cancel) -> bool {
+        cancel.is_cancelled() || self.stop.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn compact(&self, threshold: f64, cancel: &Cancel) -> Result<CompactionReport> {
         let mut report = CompactionReport::default();
-        let (removed, reclaimed) = self.remove_dead_segments()?;
+        let (removed, reclaimed) = self.remove_dead_segments(Some(cancel))?;
         report.removed_segments += removed;
         report.reclaimed_bytes += reclaimed;
         let groups = self.choose_groups(threshold);
@@ -98,10 +111,11 @@ impl Shared {
         if let Ok((disk, res)) = &mut result {
             let started = Instant::now();
             for grp in &groups {
-                if self.stop.load(Ordering::SeqCst) {
+                if self.compaction_cancelled(cancel) {
                     break;
                 }
-                if let Err(e) = self.compact_group(disk.as_mut(), grp, started, &mut report) {
+                let pass = Pass { started, cancel };
+                if let Err(e) = self.compact_group(disk.as_mut(), grp, &pass, &mut report) {
                     *res = Err(e);
                     break;
                 }
@@ -118,9 +132,10 @@ impl Shared {
             self.update_gauges_locked(&g);
         }
         result?.1?;
-        let (removed, reclaimed) = self.remove_dead_segments()?;
+        let (removed, reclaimed) = self.remove_dead_segments(Some(cancel))?;
         report.removed_segments += removed;
         report.reclaimed_bytes += reclaimed;
+        report.cancelled = self.compaction_cancelled(cancel);
         Ok(report)
     }
 
@@ -154,13 +169,14 @@ impl Shared {
         live
     }
 
-    /// Reads one segment's live entries into `out`, in batches of adjacent records.
+    /// Reads one segment's live entries into `out`, in batches of adjacent records;
+    /// stops early (leaving `out` partial) once the pass is cancelled.
     fn read_live(
         &self,
         disk: &mut dyn Disk,
         id: u64,
         out: &mut BTreeMap<u64, BTreeMap<u64, LiveEntry>>,
-        started: Instant,
+        pass: &Pass<'_>,
         report: &mut CompactionReport,
     ) -> Result<()> {
         let live = self.live_entries_of(id);
@@ -210,8 +226,11 @@ impl Shared {
                         );
                     }
                     report.bytes_copied += bytes;
+                    report.entries_copied += (j - i) as u64;
                     M::add(&self.metrics.compaction_bytes_copied, bytes);
-                    self.throttle(started, report.bytes_copied);
+                    if self.throttle(pass, report) {
+                        return Ok(());
+                    }
                     i = j;
                 }
             }
@@ -226,7 +245,7 @@ impl Shared {
         &self,
         disk: &mut dyn Disk,
         ids: &[u64],
-        started: Instant,
+        pass: &Pass<'_>,
         report: &mut CompactionReport,
     ) -> Result<()> {
         let (seq, old): (u64, Vec<(u64, usize, u64)>) = {
@@ -246,7 +265,11 @@ impl Shared {
         };
         let mut data: BTreeMap<u64, BTreeMap<u64, LiveEntry>> = BTreeMap::new();
         for (id, _, _) in &old {
-            self.read_live(disk, *id, &mut data, started, report)?;
+            self.read_live(disk, *id, &mut data, pass, report)?;
+            if self.compaction_cancelled(pass.cancel) {
+                // Nothing written yet: the copies are dropped, the group stays as it is.
+                return Ok(());
+            }
         }
         data.retain(|_, m| !m.is_empty());
         let (new_id, dir) = {
@@ -264,7 +287,7 @@ impl Shared {
                     .map(|(l, m)| (*l, m.iter().map(|(e, le)| (*e, &le.data)).collect()))
                     .collect(),
             };
-            Some(segment::write_segment(
+            match segment::write_segment_until(
                 disk,
                 &self.dirs[dir],
                 new_id,
@@ -273,7 +296,12 @@ impl Shared {
                 self.cfg.flush_write_bytes,
                 self.cfg.flush_queue_depth,
                 self.cfg.direct_io,
-            )?)
+                &|| self.compaction_cancelled(pass.cancel),
+            )? {
+                Some(w) => Some(w),
+                // Cancelled mid-write: the .tmp is gone, the group stays as it is.
+                None => return Ok(()),
+            }
         };
         // Switch the index over: for each ledger the group's runs are replaced by one
         // run holding the copies that are still current.
@@ -372,19 +400,39 @@ impl Shared {
         Ok(())
     }
 
-    /// Sleeps so that `copied` bytes since `started` stay within the compaction rate.
-    fn throttle(&self, started: Instant, copied: u64) {
-        let rate = self.cfg.compaction_rate_bytes_per_sec;
-        if rate == 0 {
-            return;
-        }
-        let due = Duration::from_secs_f64(copied as f64 / rate as f64);
-        loop {
-            let elapsed = started.elapsed();
-            if due <= elapsed || self.stop.load(Ordering::SeqCst) {
-                return;
+    /// Sleeps so that what the pass copied since it started stays within the compaction
+    /// rates (bytes and entries per second; 0 = no limit). Returns whether the pass is
+    /// cancelled; a cancel wakes the sleep at once (closing the log within 100 ms).
+    fn throttle(&self, pass: &Pass<'_>, report: &CompactionReport) -> bool {
+        let secs = |done: u64, rate: u64| {
+            if rate == 0 {
+                0.0
+            } else {
+                done as f64 / rate as f64
             }
-            std::thread::sleep((due - elapsed).min(Duration::from_millis(100)));
+        };
+        let due = Duration::from_secs_f64(
+            secs(report.bytes_copied, self.cfg.compaction_rate_bytes_per_sec).max(secs(
+                report.entries_copied,
+                self.cfg.compaction_rate_entries_per_sec,
+            )),
+        );
+        loop {
+            if self.compaction_cancelled(pass.cancel) {
+                return true;
+            }
+            let elapsed = pass.started.elapsed();
+            if due <= elapsed {
+                return false;
+            }
+            pass.cancel
+                .sleep((due - elapsed).min(Duration::from_millis(100)));
         }
     }
+}
+
+/// One compaction pass: when it started (for the rate limit) and its cancellation.
+struct Pass<'a> {
+    started: Instant,
+    cancel: &'a Cancel,
 }

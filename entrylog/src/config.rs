@@ -38,8 +38,13 @@ pub struct EntryLogConfig {
     /// Segments whose live fraction is below this are compacted
     /// (`majorCompactionThreshold`; `minorCompactionThreshold` may be passed per call).
     pub compaction_threshold: f64,
-    /// Compaction copy rate limit in bytes per second (`compactionRateByBytes`; 0 = off).
+    /// Compaction copy rate limit in bytes per second (`compactionRateByBytes` when
+    /// `isThrottleByBytes=true`; 0 = off).
     pub compaction_rate_bytes_per_sec: u64,
+    /// Compaction copy rate limit in entries per second (`compactionRateByEntries` when
+    /// `isThrottleByBytes=false`, the stock default; 0 = off). Both limits apply when
+    /// both are set.
+    pub compaction_rate_entries_per_sec: u64,
     /// Segments smaller than this are merged with their neighbours (in precedence
     /// order) by compaction, which keeps the number of files bounded.
     pub compaction_merge_below_bytes: u64,
@@ -68,6 +73,7 @@ impl Default for EntryLogConfig {
             direct_io: true,
             compaction_threshold: 0.5,
             compaction_rate_bytes_per_sec: 1_000_000,
+            compaction_rate_entries_per_sec: 0,
             compaction_merge_below_bytes: 4 * 1024 * 1024,
             compaction_target_segment_bytes: 64 * 1024 * 1024,
             disk_usage_threshold: 0.95,

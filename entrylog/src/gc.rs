@@ -6,9 +6,15 @@
 //! the [`EntryLog::gc`] call that uses its token; a deletion is durable (tombstone in the
 //! ledger-state file) before `gc` / `delete_ledger` returns, so journal replay cannot
 //! bring the ledger back; a segment file is removed only once no live run points at it.
+//!
+//! Cancellation ([`EntryLog::gc_until`], a [`Cancel`]): checked before the deletions and
+//! before each segment file is removed. Deletions already made are persisted before the
+//! call returns; dead segment files not yet removed stay on disk, and hold nothing live
+//! (their entries are superseded or tombstoned), so the next start finds them dead again
+//! and the next GC or compaction removes them.
 
 use crate::metrics::EntryLogMetrics as M;
-use crate::{EntryLog, Error, GcReport, Result, Shared};
+use crate::{Cancel, EntryLog, Error, GcReport, Result, Shared};
 use bk_disk::Disk;
 use std::collections::HashSet;
 use std::path::Path;
@@ -23,7 +29,7 @@ impl EntryLog {
     pub fn delete_ledger(&self, ledger: u64) -> Result<bool> {
         let deleted = self.shared.delete_ledgers(&[ledger]);
         self.shared.persist_state(false)?;
-        self.shared.remove_dead_segments()?;
+        self.shared.remove_dead_segments(None)?;
         Ok(deleted.len() == 1)
     }
 
@@ -39,6 +45,23 @@ impl EntryLog {
     /// with nothing live. `live` is called under the index lock: it must be cheap
     /// (a set lookup).
     pub fn gc(&self, token: GcScanToken, live: &dyn Fn(u64) -> bool) -> Result<GcReport> {
+        self.gc_until(token, live, &Cancel::new())
+    }
+
+    /// [`EntryLog::gc`] that stops when `cancel` is cancelled (module docs); the report
+    /// says `cancelled`.
+    pub fn gc_until(
+        &self,
+        token: GcScanToken,
+        live: &dyn Fn(u64) -> bool,
+        cancel: &Cancel,
+    ) -> Result<GcReport> {
+        if cancel.is_cancelled() {
+            return Ok(GcReport {
+                cancelled: true,
+                ..GcReport::default()
+            });
+        }
         let victims: Vec<u64> = {
             let g = self.shared.inner.lock();
             g.index
@@ -52,7 +75,7 @@ impl EntryLog {
         if !deleted.is_empty() {
             self.shared.persist_state(false)?;
         }
-        let (removed, reclaimed) = self.shared.remove_dead_segments()?;
+        let (removed, reclaimed) = self.shared.remove_dead_segments(Some(cancel))?;
         M::add(
             &self.shared.metrics.reclaimed_deletion_space_bytes,
             reclaimed,
@@ -61,6 +84,7 @@ impl EntryLog {
             deleted_ledgers: deleted,
             removed_segments: removed,
             reclaimed_bytes: reclaimed,
+            cancelled: cancel.is_cancelled(),
         })
     }
 }
@@ -118,8 +142,13 @@ impl Shared {
         }
     }
 
-    /// Removes segments with no live bytes (not being compacted). Returns (count, bytes).
-    pub(crate) fn remove_dead_segments(&self) -> Result<(usize, u64)> {
+    /// Removes segments with no live bytes (not being compacted). Returns (count, bytes)
+    /// of the files removed; stops before the next file once `cancel` is cancelled
+    /// (module docs).
+    pub(crate) fn remove_dead_segments(&self, cancel: Option<&Cancel>) -> Result<(usize, u64)> {
+        if cancel.is_some_and(Cancel::is_cancelled) {
+            return Ok((0, 0));
+        }
         let dead: Vec<(u64, usize, u64)> = {
             let mut g = self.inner.lock();
             let ids: Vec<u64> = g
@@ -152,15 +181,20 @@ impl Shared {
         let mut disk = self.aux_disk.lock();
         let mut dirs = HashSet::new();
         let mut bytes = 0;
+        let mut removed = 0;
         for (id, dir, len) in &dead {
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                break;
+            }
             self.remove_segment_file(disk.as_mut(), *id, &self.seg_path(*dir, *id))?;
             dirs.insert(*dir);
             bytes += len;
+            removed += 1;
         }
         for d in dirs {
             disk.sync_dir(&self.dirs[d])
                 .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
         }
-        Ok((dead.len(), bytes))
+        Ok((removed, bytes))
     }
 }

@@ -24,9 +24,11 @@
 //! API; `open` (start-up), `flush` (write cache -> segment, ledger-state file),
 //! `read` (segment reads, read-ahead), `ledger_state` (master key, fence, LACs,
 //! listing), `gc` (ledger deletion, dead-segment removal), `compaction`, `disk_usage`
-//! (the read-only state machine), `report` (what GC and compaction return), `segment`
+//! (the read-only state machine), `report` (what GC and compaction return), `cancel`
+//! (stopping them at shutdown), `segment`
 //! and `format` (the on-disk formats), `index`, `write_cache`, `read_cache`, `metrics`.
 
+pub mod cancel;
 mod compaction;
 pub mod config;
 pub mod disk_usage;
@@ -45,6 +47,7 @@ mod segment;
 mod write_cache;
 
 pub use bytes::Bytes;
+pub use cancel::Cancel;
 pub use config::EntryLogConfig;
 pub use disk_usage::{DirState, StorageMode};
 pub use error::{Error, Result};
@@ -198,11 +201,26 @@ impl EntryLog {
 
     /// Compacts segments whose live fraction is below `threshold` (None = the
     /// configured `compaction_threshold`) and merges runs of small segments: live
-    /// entries are copied, at most `compaction_rate_bytes_per_sec`, into a new durable
-    /// segment; then the index switches over and the old files are removed.
+    /// entries are copied, within the compaction rates (bytes and entries per second),
+    /// into a new durable segment; then the index switches over and the old files are
+    /// removed.
     pub fn compact(&self, threshold: Option<f64>) -> Result<CompactionReport> {
-        self.shared
-            .compact(threshold.unwrap_or(self.shared.cfg.compaction_threshold))
+        self.compact_until(threshold, &Cancel::new())
+    }
+
+    /// [`EntryLog::compact`] that stops when `cancel` is cancelled (checked per read
+    /// batch and per entry written; the rate-limit sleep wakes on it): a group whose
+    /// output segment is not durable yet is discarded (its `.tmp` removed, the index
+    /// untouched), one already durable is installed. The report says `cancelled`.
+    pub fn compact_until(
+        &self,
+        threshold: Option<f64>,
+        cancel: &Cancel,
+    ) -> Result<CompactionReport> {
+        self.shared.compact(
+            threshold.unwrap_or(self.shared.cfg.compaction_threshold),
+            cancel,
+        )
     }
 
     /// Re-reads the space of every directory and updates the disk-usage state machine.

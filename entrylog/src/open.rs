@@ -194,7 +194,7 @@ impl EntryLog {
         });
         shared.update_gauges();
         // Segments with nothing live (all their ledgers deleted) go now.
-        shared.remove_dead_segments()?;
+        shared.remove_dead_segments(None)?;
         let s2 = shared.clone();
         let flusher = std::thread::Builder::new()
             .name("entrylog-flusher".into())

@@ -8,6 +8,8 @@ pub struct GcReport {
     pub deleted_ledgers: Vec<u64>,
     pub removed_segments: usize,
     pub reclaimed_bytes: u64,
+    /// The pass was cancelled before it finished (what it reports did happen).
+    pub cancelled: bool,
 }
 
 /// What a compaction pass did.
@@ -19,5 +21,10 @@ pub struct CompactionReport {
     pub output_segments: usize,
     pub removed_segments: usize,
     pub bytes_copied: u64,
+    /// Live entries read for copying.
+    pub entries_copied: u64,
     pub reclaimed_bytes: u64,
+    /// The pass was cancelled before it finished: the group in progress was discarded
+    /// (or installed, if its segment was already durable); the counts above are true.
+    pub cancelled: bool,
 }

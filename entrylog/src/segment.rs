@@ -186,6 +186,26 @@ pub fn write_segment(
     depth: usize,
     direct: bool,
 ) -> Result<WrittenSegment> {
+    let written = write_segment_until(disk, dir, id, seq, input, chunk, depth, direct, &|| false)?;
+    // Never cancelled, so never None.
+    written.ok_or_else(|| Error::io(format!("writing segment {id}"), io::ErrorKind::Other.into()))
+}
+
+/// [`write_segment`] that stops once `cancelled()` is true (checked before each entry):
+/// then the temporary file is removed and `Ok(None)` returned; nothing is left under
+/// either name.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_segment_until(
+    disk: &mut dyn Disk,
+    dir: &Path,
+    id: u64,
+    seq: u64,
+    input: &SegmentInput<'_>,
+    chunk: usize,
+    depth: usize,
+    direct: bool,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<WrittenSegment>> {
     let final_path = dir.join(segment_name(id));
     let tmp_path = dir.join(format!("{}.tmp", segment_name(id)));
     let file = disk
@@ -199,9 +219,13 @@ pub fn write_segment(
             },
         )
         .map_err(|e| Error::io(format!("creating {}", tmp_path.display()), e))?;
-    let result = write_segment_body(disk, file, id, seq, input, chunk, depth);
+    let result = write_segment_body(disk, file, id, seq, input, chunk, depth, cancelled);
     let close = disk.close(file);
-    let outcome = result.and_then(|(file_len, data_len, runs)| {
+    let outcome = result.and_then(|body| {
+        let Some((file_len, data_len, runs)) = body else {
+            let _ = disk.remove(&tmp_path);
+            return Ok(None);
+        };
         close.map_err(|e| Error::io(format!("closing {}", tmp_path.display()), e))?;
         disk.rename(&tmp_path, &final_path)
             .map_err(|e| Error::io(format!("renaming {}", tmp_path.display()), e))?;
@@ -209,11 +233,11 @@ pub fn write_segment(
             let _ = disk.remove(&final_path);
             return Err(Error::io(format!("syncing directory {}", dir.display()), e));
         }
-        Ok(WrittenSegment {
+        Ok(Some(WrittenSegment {
             file_len,
             data_len,
             runs,
-        })
+        }))
     });
     if outcome.is_err() {
         let _ = disk.remove(&tmp_path);
@@ -221,6 +245,8 @@ pub fn write_segment(
     outcome
 }
 
+/// The segment's bytes and datasync; `Ok(None)` when cancelled before the last entry.
+#[allow(clippy::too_many_arguments)]
 fn write_segment_body(
     disk: &mut dyn Disk,
     file: FileId,
@@ -229,7 +255,8 @@ fn write_segment_body(
     input: &SegmentInput<'_>,
     chunk: usize,
     depth: usize,
-) -> Result<(u64, u64, Vec<LedgerRun>)> {
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<(u64, u64, Vec<LedgerRun>)>> {
     let chunk = round_up(chunk.max(SECTOR), SECTOR);
     // Lay out first, so the file can be preallocated: offsets and lengths now, each
     // entry's CRC32C while it is written (the payload is then hot in cache for the
@@ -275,9 +302,13 @@ fn write_segment_body(
         Err(_) => {}
     }
     let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1));
-    let mut write_all = |w: &mut ChunkWriter<'_>| -> io::Result<()> {
+    // Ok(false): cancelled.
+    let mut write_all = |w: &mut ChunkWriter<'_>| -> io::Result<bool> {
         for ((ledger, entries), run) in input.ledgers.iter().zip(runs.iter_mut()) {
             for ((entry, data), loc) in entries.iter().zip(run.entries.iter_mut()) {
+                if cancelled() {
+                    return Ok(false);
+                }
                 loc.crc = format::entry_crc(*ledger, *entry, data);
                 w.append(data)?;
             }
@@ -298,14 +329,17 @@ fn write_segment_body(
         let pad = file_len as usize - data_len as usize - footer.len() - TRAILER_LEN;
         w.append(&vec![0u8; pad])?;
         w.append(&trailer.encode())?;
-        Ok(())
+        Ok(true)
     };
     let written = write_all(&mut w);
     let finished = w.finish();
-    written.map_err(io_err("writing"))?;
+    let complete = written.map_err(io_err("writing"))?;
     finished.map_err(io_err("writing"))?;
+    if !complete {
+        return Ok(None);
+    }
     datasync(disk, file).map_err(io_err("datasyncing"))?;
-    Ok((file_len, data_len, runs))
+    Ok(Some((file_len, data_len, runs)))
 }
 
 /// Reads `[offset, offset+len)` of a file, sector-aligned around it. Returns the

@@ -102,6 +102,17 @@ pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
         disk_usage_threshold: cfg.disk_usage_threshold,
         disk_usage_warn_threshold: cfg.disk_usage_warn_threshold,
         disk_usage_lwm_threshold: cfg.disk_usage_lwm_threshold,
+        // Java throttles compaction by entries unless isThrottleByBytes=true.
+        compaction_rate_bytes_per_sec: if cfg.is_throttle_by_bytes {
+            cfg.compaction_rate_by_bytes
+        } else {
+            0
+        },
+        compaction_rate_entries_per_sec: if cfg.is_throttle_by_bytes {
+            0
+        } else {
+            cfg.compaction_rate_by_entries
+        },
         ..EntryLogConfig::default()
     }
 }
@@ -156,6 +167,31 @@ mod tests {
         let q = journal_of("journalQueueSize=77\njournalBufferedWritesThreshold=100\n");
         assert_eq!(q.queue_records_max, 77);
         assert_eq!(q.group_bytes_max, 4096);
+    }
+
+    #[test]
+    fn compaction_rate_keys_throttle_by_entries_unless_by_bytes() {
+        let e = storage_config(&config_of("")).entry_log;
+        assert_eq!(
+            (
+                e.compaction_rate_entries_per_sec,
+                e.compaction_rate_bytes_per_sec
+            ),
+            (1000, 0)
+        );
+        let e = storage_config(&config_of("compactionRate=50\n")).entry_log;
+        assert_eq!(e.compaction_rate_entries_per_sec, 50);
+        let e = storage_config(&config_of(
+            "compactionRateByEntries=7\ncompactionRateByBytes=12345\nisThrottleByBytes=true\n",
+        ))
+        .entry_log;
+        assert_eq!(
+            (
+                e.compaction_rate_entries_per_sec,
+                e.compaction_rate_bytes_per_sec
+            ),
+            (0, 12345)
+        );
     }
 
     /// Was `bk_journal`'s `stock_keys_map_onto_the_config`, the test of the journal crate's

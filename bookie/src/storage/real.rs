@@ -19,7 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bk_entrylog::{
-    CompactionReport, EntryLog, EntryLogConfig, EntrySelector, GcReport, GcScanToken, StorageMode,
+    Cancel, CompactionReport, EntryLog, EntryLogConfig, EntrySelector, GcReport, GcScanToken,
+    StorageMode,
 };
 use bk_journal::{Journal, JournalConfig, JournalMark, Record, Seq, TypedRecord};
 use bytes::Bytes;
@@ -288,18 +289,28 @@ impl RealStorage {
 
     /// Deletes every ledger known before `token` for which `live` is false, durably
     /// (tombstones), and removes segments left with nothing live. `live` runs under the
-    /// index lock: a set lookup. Blocking.
+    /// index lock: a set lookup. Stops early once `cancel` is cancelled (the report says
+    /// so). Blocking.
     pub fn gc(
         &self,
         token: GcScanToken,
         live: &dyn Fn(u64) -> bool,
+        cancel: &Cancel,
     ) -> Result<GcReport, StorageError> {
-        self.entry_log.with(|log| log.gc(token, live))
+        self.entry_log.with(|log| log.gc_until(token, live, cancel))
     }
 
-    /// Compacts segments whose live fraction is below `threshold`. Blocking.
-    pub fn compact(&self, threshold: f64) -> Result<CompactionReport, StorageError> {
-        self.entry_log.with(|log| log.compact(Some(threshold)))
+    /// Compacts segments whose live fraction is below `threshold`; stops within one read
+    /// batch or written entry once `cancel` is cancelled (a group not yet durable is
+    /// discarded). Blocking, and holds the entry log open meanwhile: [`Self::shutdown`]
+    /// waits for it, so cancel first.
+    pub fn compact(
+        &self,
+        threshold: f64,
+        cancel: &Cancel,
+    ) -> Result<CompactionReport, StorageError> {
+        self.entry_log
+            .with(|log| log.compact_until(Some(threshold), cancel))
     }
 
     /// Re-reads the space of the ledger directories and returns the storage mode the
