@@ -102,6 +102,8 @@ pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
         disk_usage_threshold: cfg.disk_usage_threshold,
         disk_usage_warn_threshold: cfg.disk_usage_warn_threshold,
         disk_usage_lwm_threshold: cfg.disk_usage_lwm_threshold,
+        segment_max_bytes: cfg.entry_log_size_limit_bytes,
+        read_only_on_any_dir_full: cfg.read_only_mode_on_any_disk_full_enabled,
         ..EntryLogConfig::default()
     }
 }
