@@ -7,14 +7,16 @@
 //! served, `bookie_SERVER_STATUS` shows the mode, and every acknowledged entry reads back
 //! byte-exact:
 //! - (a) a 256 MiB ledger disk filled under an unpaced load with the default configuration;
-//! - (b) space freed (a filler file deleted) → writable again without a restart;
+//! - (b) space freed (a filler file deleted) → writable again without a restart; this one is
+//!   registered in ZooKeeper and checks the read-only registration node both ways;
 //! - (c) restart on a full disk: journal replay that cannot flush leaves the bookie up,
 //!   read-only, serving the replayed entries; writable once space returns;
 //! - (d) two ledger directories, one full: read-only with `readOnlyModeOnAnyDiskFullEnabled`
 //!   (the default), writable with it false, the full one taking no segment.
 //!
 //! Tests run one at a time (each bookie may hold a 1 GiB write cache). Skipped (SKIPPED line)
-//! only where loop mounts are impossible and BK_REQUIRE_LOOP is unset.
+//! only where loop mounts are impossible and BK_REQUIRE_LOOP is unset (or, for (b), ZooKeeper
+//! cannot be installed and BK_REQUIRE_ZK is unset).
 
 // Test code sets up and inspects real directories directly; only production code is bound
 // by ARCHITECTURE.md invariant 1 (see clippy.toml).
@@ -22,6 +24,7 @@
 
 mod common;
 mod loopfs;
+mod ops_support;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -121,8 +124,12 @@ impl Bookie {
         .unwrap();
         let log = tmp.join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-            .arg("--standalone")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bookie"));
+        // Registered in ZooKeeper when `extra` names a metadata service, else standalone.
+        if !extra.contains("metadataServiceUri=") {
+            cmd.arg("--standalone");
+        }
+        let child = cmd
             .arg("--conf")
             .arg(&conf)
             .env("RUST_LOG", "info")
@@ -405,18 +412,43 @@ fn b_space_freed_turns_the_bookie_writable_again() {
     let Some(mount) = loopfs::mount_or_skip("drill_ledger_full_b", 256 * MIB) else {
         return;
     };
+    let Some(zk) = ops_support::zk_server("drill_ledger_full_b") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let fill = filler(mount.path(), 160 * MIB);
     runtime().block_on(async {
-        let mut bookie = Bookie::start(
+        let root = "/drill-ledger-full/ledgers";
+        let obs = ops_support::observer(zk).await;
+        ops_support::init_cluster(&obs, root, None).await;
+        let port = free_port();
+        let readonly_node = format!("{root}/available/readonly/127.0.0.1:{port}");
+        let writable_node = format!("{root}/available/127.0.0.1:{port}");
+        let mut bookie = Bookie::start_on(
+            port,
             tmp.path(),
             "b",
             &tmp.path().join("journal"),
             &[mount.path()],
             // The default write cache (RAM/16 up to 1 GiB): its flushes do not fit.
-            "diskCheckInterval=1000\n",
+            &format!(
+                "diskCheckInterval=1000\nmetadataServiceUri=zk+hierarchical://{}{root}\n\
+                 zkTimeout=10000\ngcWaitTime=600000\n",
+                zk.connect
+            ),
         );
         bookie.wait_ready().await;
+        let registered = |path: String| {
+            let obs = &obs;
+            async move {
+                let start = Instant::now();
+                while obs.check_stat(&path).await.unwrap().is_none() {
+                    assert!(start.elapsed() < Duration::from_secs(15), "{path} never appeared");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        registered(writable_node.clone()).await;
         // 150 MiB of adds: more than the ~77 MiB of room, less than what deleting the
         // filler frees (a larger backlog would, correctly, stay read-only after it).
         let mut acked = Acked::new(200, 8);
@@ -426,11 +458,14 @@ fn b_space_freed_turns_the_bookie_writable_again() {
         let mut probe = Client::connect(bookie.addr()).await;
         let r = probe.v2_add(Flags::NONE, key(), body(298, 0)).await;
         assert_eq!(r.error, ErrorCode::ReadOnly, "adds answered EREADONLY");
+        registered(readonly_node.clone()).await;
+        println!("read-only registration node {readonly_node} present");
         assert_eq!(check_all(bookie.addr(), &acked).await, acked.total());
         std::fs::remove_file(&fill).unwrap();
         let freed = Instant::now();
         let writable = wait_writable(&mut bookie, 299, Duration::from_secs(30)).await;
         bookie.wait_status(1, Duration::from_secs(10)).await;
+        registered(writable_node.clone()).await;
         println!(
             "writable {writable:?} after the filler was deleted (status 1 after {:?}); {} entries acknowledged before",
             freed.elapsed(),
