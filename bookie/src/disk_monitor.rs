@@ -1,7 +1,8 @@
 //! The disk-usage monitor (docs/semantics.md §14): every `diskCheckInterval` it asks storage
 //! for the disk-usage mode and sets or clears the bookie's
 //! [`ReadOnlyReason::LedgerDisksFull`]; `mode::publish_mode` carries the change to the
-//! registration and the metrics.
+//! registration and the metrics. [`follow_storage_mode`] makes the same change at once
+//! when a flush finds no room (or room again), without waiting for the next tick.
 //!
 //! Invariants:
 //! - it only touches its own reason: `forceReadOnlyBookie`, a manual read-only or a full
@@ -43,6 +44,38 @@ impl DiskMonitorConfig {
     }
 }
 
+/// Sets or clears [`ReadOnlyReason::LedgerDisksFull`] for a storage mode; with
+/// `readOnlyModeEnabled=false` a read-only storage is fatal instead (module docs).
+fn apply_storage_mode(
+    bookie: &Bookie,
+    mode: bk_entrylog::StorageMode,
+    read_only_mode_enabled: bool,
+) {
+    let read_only = mode == bk_entrylog::StorageMode::ReadOnly;
+    if read_only && !read_only_mode_enabled {
+        tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
+        exit_on_fatal()("ledger directories full");
+    }
+    bookie.set_read_only(ReadOnlyReason::LedgerDisksFull, read_only);
+}
+
+/// Makes every storage-mode change reach the bookie at once: a flush that finds no room
+/// for its next segment (or an ENOSPC) sets `LedgerDisksFull` before the next disk check,
+/// and the flush that goes through once room is back clears it. Holds the bookie weakly
+/// (storage outlives it in shutdown).
+pub fn follow_storage_mode(
+    storage: &RealStorage,
+    bookie: &Arc<Bookie>,
+    read_only_mode_enabled: bool,
+) -> Result<(), crate::storage::StorageError> {
+    let bookie = Arc::downgrade(bookie);
+    storage.set_mode_listener(move |mode| {
+        if let Some(b) = bookie.upgrade() {
+            apply_storage_mode(&b, mode, read_only_mode_enabled);
+        }
+    })
+}
+
 /// Runs the monitor until storage shuts down (module docs).
 pub async fn disk_monitor(storage: Arc<RealStorage>, bookie: Arc<Bookie>, cfg: DiskMonitorConfig) {
     let mut tick = tokio::time::interval(cfg.interval);
@@ -50,9 +83,8 @@ pub async fn disk_monitor(storage: Arc<RealStorage>, bookie: Arc<Bookie>, cfg: D
         tick.tick().await;
         let st = storage.clone();
         let mode = tokio::task::spawn_blocking(move || st.check_disk_usage()).await;
-        let read_only = match mode {
-            Ok(Ok(bk_entrylog::StorageMode::ReadOnly)) => true,
-            Ok(Ok(bk_entrylog::StorageMode::ReadWrite)) => false,
+        let mode = match mode {
+            Ok(Ok(mode)) => mode,
             Ok(Err(e)) if !e.is_shut_down() => {
                 tracing::warn!(error = %e, "disk usage check failed");
                 continue;
@@ -65,10 +97,6 @@ pub async fn disk_monitor(storage: Arc<RealStorage>, bookie: Arc<Bookie>, cfg: D
             crate::storage::free_bytes(d).is_ok_and(|free| free >= cfg.high_priority_min_free)
         });
         bookie.set_high_priority_writes_allowed(allowed);
-        if read_only && !cfg.read_only_mode_enabled {
-            tracing::error!("no writable ledger directory and readOnlyModeEnabled=false");
-            exit_on_fatal()("ledger directories full");
-        }
-        bookie.set_read_only(ReadOnlyReason::LedgerDisksFull, read_only);
+        apply_storage_mode(&bookie, mode, cfg.read_only_mode_enabled);
     }
 }

@@ -183,6 +183,10 @@ async fn serve(
         },
     );
 
+    // Full ledger disks (a flush without room, at start-up too) make the bookie
+    // read-only at once, not only at the next disk check.
+    disk_monitor::follow_storage_mode(&storage, &bookie, cfg.read_only_mode_enabled)?;
+
     // 3. Serve, with metrics (a metrics port that cannot be bound is logged, not fatal:
     // Java starts its endpoint only with the Prometheus provider configured).
     let metrics = Metrics::new();

@@ -13,6 +13,10 @@
 //!   durable (docs/durability.md).
 //! - **A failed fsync is fatal.** A journal or flush failure is logged with its reason and
 //!   goes to the [`FatalHandler`] (the binary exits non-zero); nothing retries an fsync.
+//! - **A full ledger disk is not.** A flush that fails for lack of space (ENOSPC, EDQUOT,
+//!   or no directory with room for the next segment) leaves its entries in the write cache
+//!   and the journal (no checkpoint is taken past them), the entry log reports read-only
+//!   (the bookie's `LedgerDisksFull`), and the flusher retries later; docs/semantics.md §14.
 //! - **Ledger -> journal mapping** is `ledger_id mod journals` (Java's `signSafeMod`, in
 //!   `bk_journal::journal_index_for`), so all records of one ledger go through one FIFO
 //!   journal and keep their order.
@@ -58,6 +62,10 @@ pub enum StorageError {
     /// answered EIO).
     #[error("master key of ledger {0} conflicts with the stored key")]
     MasterKeyConflict(LedgerId),
+    /// The write cache is full and no ledger directory has room to flush it (answered
+    /// EREADONLY: the bookie is read-only for full ledger disks).
+    #[error("ledger storage full: write cache full and no ledger directory has room")]
+    OutOfSpace,
     /// The write cache stayed full this long (answered ETOOMANYREQUESTS).
     #[error("storage throttled: write cache full for {0:?}")]
     Throttled(Duration),
@@ -104,6 +112,7 @@ impl From<bk_entrylog::Error> for StorageError {
             E::LedgerDeleted(l) => StorageError::LedgerDeleted(l as i64),
             E::MasterKeyConflict(l) => StorageError::MasterKeyConflict(l as i64),
             E::Throttled(d) => StorageError::Throttled(d),
+            E::OutOfSpace => StorageError::OutOfSpace,
             E::InvalidInput(s) => StorageError::Invalid(s),
             e @ E::Corruption { .. } => StorageError::Corruption(Arc::new(e)),
             e @ (E::Io { .. } | E::Closed) => StorageError::EntryLog(Arc::new(e)),
@@ -118,6 +127,17 @@ impl StorageError {
         match self {
             StorageError::EntryLog(e) => matches!(**e, bk_entrylog::Error::Closed),
             StorageError::Journal(e) => matches!(e, bk_journal::JournalError::ShutDown),
+            _ => false,
+        }
+    }
+
+    /// True when the entry log failed for lack of space (ENOSPC, EDQUOT, no directory
+    /// with room): not fatal, the bookie turns read-only and retries (module docs).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StorageError::OutOfSpace => true,
+            StorageError::EntryLog(e) => e.is_no_space(),
+            StorageError::Replay(e) => e.is_no_space(),
             _ => false,
         }
     }
@@ -222,6 +242,16 @@ pub trait LedgerStorage: Send + Sync + 'static {
     fn set_explicit_lac(&self, ledger: LedgerId, body: Bytes) -> Result<(), StorageError>;
     /// Inserts an entry (readable at once). A duplicate id overwrites. The ledger must exist.
     fn add_entry(&self, ledger: LedgerId, entry: EntryId, body: Bytes) -> Result<(), StorageError>;
+    /// Journal replay of an entry: as `add_entry`, except that the real storage skips an
+    /// entry a durable segment already holds and never refuses one for a full disk.
+    fn add_replayed_entry(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+        body: Bytes,
+    ) -> Result<(), StorageError> {
+        self.add_entry(ledger, entry, body)
+    }
     /// One entry; `NoLedger` if the ledger is unknown, `NoEntry` if not stored.
     fn get_entry(&self, ledger: LedgerId, entry: EntryId) -> Result<Bytes, StorageError>;
     /// The stored entry with the highest id; `NoLedger` / `NoEntry` as above.
@@ -251,7 +281,7 @@ pub fn apply_replayed(
                 // the first writer's key replaces (Java `setMasterKey` rule).
                 storage.set_master_key(*ledger, &[0u8; 20])?;
             }
-            storage.add_entry(*ledger, *entry, body.clone())
+            storage.add_replayed_entry(*ledger, *entry, body.clone())
         }
         JournalRecord::MasterKey { ledger, key } => {
             match storage.set_master_key(*ledger, key) {
@@ -338,10 +368,11 @@ impl Store {
     }
 
     /// Flush the entry log, then checkpoint every journal at the mark taken before it.
-    /// A failure goes to the fatal handler.
+    /// A failure goes to the fatal handler, except a lack of space (returned, not fatal:
+    /// no checkpoint is taken, the journal keeps everything above the last one).
     pub fn flush_and_checkpoint(&self) -> Result<(), StorageError> {
         let _one_at_a_time = self.flush_lock.lock();
-        let result = (|| {
+        let result: Result<(), StorageError> = (|| {
             let marks = self
                 .checkpointers
                 .iter()
@@ -353,15 +384,19 @@ impl Store {
             }
             Ok(())
         })();
-        if let Err(e) = &result {
-            (self.fatal)(&format!("entry log flush / checkpoint failed: {e}"));
+        match &result {
+            Err(e) if e.is_no_space() => {}
+            Err(e) => (self.fatal)(&format!("entry log flush / checkpoint failed: {e}")),
+            Ok(()) => {}
         }
         result
     }
 
     /// Starts the background flusher: flushes when the write cache asks for it (checked
     /// every `poll`) or every `interval`, until `stop` is set. Runs on its own thread
-    /// because flushing blocks on disk I/O.
+    /// because flushing blocks on disk I/O. A flush that fails for lack of space is
+    /// retried at the next interval (logged when it starts and stops failing); any other
+    /// failure has gone to the fatal handler and ends the thread.
     pub fn spawn_flusher(
         self: &Arc<Self>,
         interval: Duration,
@@ -373,11 +408,22 @@ impl Store {
             .name("bookie-flusher".into())
             .spawn(move || {
                 let mut last = std::time::Instant::now();
+                let mut full = false;
                 while !stop.load(std::sync::atomic::Ordering::Acquire) {
                     std::thread::sleep(poll);
                     if store.storage.needs_flush() || last.elapsed() >= interval {
-                        if store.flush_and_checkpoint().is_err() {
-                            return;
+                        match store.flush_and_checkpoint() {
+                            Ok(()) => {
+                                if std::mem::take(&mut full) {
+                                    tracing::info!("checkpoint flush succeeded again; journal checkpoint advanced");
+                                }
+                            }
+                            Err(e) if e.is_no_space() => {
+                                if !std::mem::replace(&mut full, true) {
+                                    tracing::warn!(error = %e, "checkpoint flush waits for ledger disk space; the journal is kept from the last checkpoint");
+                                }
+                            }
+                            Err(_) => return,
                         }
                         last = std::time::Instant::now();
                     }
@@ -433,6 +479,114 @@ fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// In-memory storage whose flush fails with a chosen entry-log error.
+    struct FailingFlush {
+        inner: mem::MemStorage,
+        error: parking_lot::Mutex<Option<fn() -> bk_entrylog::Error>>,
+    }
+
+    impl LedgerStorage for FailingFlush {
+        fn ledger_meta(&self, l: LedgerId) -> Result<Option<LedgerMeta>, StorageError> {
+            self.inner.ledger_meta(l)
+        }
+        fn set_master_key(&self, l: LedgerId, key: &[u8]) -> Result<(), StorageError> {
+            self.inner.set_master_key(l, key)
+        }
+        fn set_fenced(&self, l: LedgerId) -> Result<bool, StorageError> {
+            self.inner.set_fenced(l)
+        }
+        fn set_explicit_lac(&self, l: LedgerId, body: Bytes) -> Result<(), StorageError> {
+            self.inner.set_explicit_lac(l, body)
+        }
+        fn add_entry(&self, l: LedgerId, e: EntryId, body: Bytes) -> Result<(), StorageError> {
+            self.inner.add_entry(l, e, body)
+        }
+        fn get_entry(&self, l: LedgerId, e: EntryId) -> Result<Bytes, StorageError> {
+            self.inner.get_entry(l, e)
+        }
+        fn last_entry(&self, l: LedgerId) -> Result<Bytes, StorageError> {
+            self.inner.last_entry(l)
+        }
+        fn entry_ids(&self, l: LedgerId) -> Result<Vec<EntryId>, StorageError> {
+            self.inner.entry_ids(l)
+        }
+        fn needs_flush(&self) -> bool {
+            false
+        }
+        fn flush(&self) -> Result<(), StorageError> {
+            match *self.error.lock() {
+                Some(make) => Err(make().into()),
+                None => Ok(()),
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct CountingCheckpointer {
+        checkpoints: AtomicUsize,
+    }
+
+    impl Checkpointer for CountingCheckpointer {
+        fn mark(&self) -> Result<Vec<u64>, StorageError> {
+            Ok(vec![1])
+        }
+        fn checkpoint(&self, _mark: &[u64]) -> Result<(), StorageError> {
+            self.checkpoints.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn enospc() -> bk_entrylog::Error {
+        bk_entrylog::Error::Io {
+            context: "writing segment".into(),
+            source: std::io::Error::from_raw_os_error(28),
+        }
+    }
+
+    fn eio() -> bk_entrylog::Error {
+        bk_entrylog::Error::Io {
+            context: "fdatasync segment".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        }
+    }
+
+    /// A flush that fails for lack of space takes no checkpoint (the journal keeps the
+    /// unflushed entries) and is not fatal; an EIO stays fatal; a later good flush
+    /// checkpoints.
+    #[test]
+    fn no_space_flush_keeps_the_journal_and_is_not_fatal() {
+        let storage = Arc::new(FailingFlush {
+            inner: mem::MemStorage::new(),
+            error: parking_lot::Mutex::new(Some(enospc)),
+        });
+        let cp = Arc::new(CountingCheckpointer::default());
+        let fatal_calls = Arc::new(AtomicUsize::new(0));
+        let fatal: FatalHandler = {
+            let n = fatal_calls.clone();
+            Arc::new(move |_| {
+                n.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let store = Store::new(
+            storage.clone(),
+            Arc::new(mem::MemJournal::new()),
+            vec![cp.clone()],
+            fatal,
+        );
+        let e = store.flush_and_checkpoint().unwrap_err();
+        assert!(e.is_no_space(), "{e}");
+        assert_eq!(cp.checkpoints.load(Ordering::SeqCst), 0, "no checkpoint");
+        assert_eq!(fatal_calls.load(Ordering::SeqCst), 0, "ENOSPC is not fatal");
+        *storage.error.lock() = Some(eio);
+        assert!(!store.flush_and_checkpoint().unwrap_err().is_no_space());
+        assert_eq!(cp.checkpoints.load(Ordering::SeqCst), 0);
+        assert_eq!(fatal_calls.load(Ordering::SeqCst), 1, "EIO stays fatal");
+        *storage.error.lock() = None;
+        store.flush_and_checkpoint().unwrap();
+        assert_eq!(cp.checkpoints.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn disk_space_of_tmp_is_nonzero() {

@@ -56,6 +56,14 @@ pub struct EntryLogConfig {
     pub disk_usage_warn_threshold: f64,
     /// A full directory is writable again only below this (`diskUsageLwmThreshold`).
     pub disk_usage_lwm_threshold: f64,
+    /// Largest segment a flush writes (`logSizeLimit`, stock default 1 GiB): a larger
+    /// write-cache half is flushed as several segments. A single entry larger than this
+    /// still goes alone into one segment.
+    pub segment_max_bytes: u64,
+    /// Read-only as soon as one directory is full (`readOnlyModeOnAnyDiskFullEnabled`,
+    /// stock default true); when false, only once every directory is full, and full
+    /// directories just stop taking new segments.
+    pub read_only_on_any_dir_full: bool,
 }
 
 impl Default for EntryLogConfig {
@@ -79,6 +87,8 @@ impl Default for EntryLogConfig {
             disk_usage_threshold: 0.95,
             disk_usage_warn_threshold: 0.90,
             disk_usage_lwm_threshold: 0.95,
+            segment_max_bytes: 1 << 30,
+            read_only_on_any_dir_full: true,
         }
     }
 }
@@ -94,6 +104,9 @@ impl EntryLogConfig {
         }
         if self.flush_write_bytes < 4096 || self.flush_queue_depth == 0 || self.readers == 0 {
             return Err("flush_write_bytes >= 4096, flush_queue_depth >= 1, readers >= 1".into());
+        }
+        if self.segment_max_bytes < 1 << 20 {
+            return Err("segment_max_bytes must be at least 1 MiB".into());
         }
         let t = self.disk_usage_threshold;
         if !(0.0..=1.0).contains(&t)

@@ -3,8 +3,10 @@
 //!
 //! Invariant: a directory that became Full stays Full until its used fraction drops
 //! below the low-water mark (hysteresis), and an ENOSPC seen while flushing marks its
-//! directory Full at once. The entry log is ReadOnly while any directory is Full
-//! (`readOnlyModeOnAnyDiskFullEnabled` = true, the stock default).
+//! directory Full at once, as does a flush that finds no room below the threshold for
+//! its next segment (`room`). The entry log is ReadOnly while any directory is Full
+//! (`readOnlyModeOnAnyDiskFullEnabled` = true, the stock default) or, with it false,
+//! while every directory is; a full directory takes no new segments either way.
 
 /// State of one ledger directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,9 +45,16 @@ pub fn next_dir_state(t: Thresholds, prev: DirState, used: f64) -> DirState {
     }
 }
 
-/// Storage mode from all directory states.
-pub fn mode_of(states: &[DirState]) -> StorageMode {
-    if states.contains(&DirState::Full) {
+/// Storage mode from all directory states: read-only when one directory is full
+/// (`any_full`, Java's `readOnlyModeOnAnyDiskFullEnabled=true`, the stock default) or
+/// when every one is.
+pub fn mode_of(states: &[DirState], any_full: bool) -> StorageMode {
+    let full = if any_full {
+        states.contains(&DirState::Full)
+    } else {
+        !states.is_empty() && states.iter().all(|s| *s == DirState::Full)
+    };
+    if full {
         StorageMode::ReadOnly
     } else {
         StorageMode::ReadWrite
@@ -74,12 +83,21 @@ mod tests {
         let s = next_dir_state(t, s, 0.80);
         assert_eq!(s, DirState::Ok);
         assert_eq!(
-            mode_of(&[DirState::Ok, DirState::Full]),
+            mode_of(&[DirState::Ok, DirState::Full], true),
             StorageMode::ReadOnly
         );
         assert_eq!(
-            mode_of(&[DirState::Ok, DirState::AlmostFull]),
+            mode_of(&[DirState::Ok, DirState::AlmostFull], true),
             StorageMode::ReadWrite
+        );
+        // readOnlyModeOnAnyDiskFullEnabled=false: read-only only when all are full.
+        assert_eq!(
+            mode_of(&[DirState::Ok, DirState::Full], false),
+            StorageMode::ReadWrite
+        );
+        assert_eq!(
+            mode_of(&[DirState::Full, DirState::Full], false),
+            StorageMode::ReadOnly
         );
     }
 }

@@ -30,6 +30,10 @@ pub enum Error {
     /// The write cache stayed full for longer than the throttle time. Wire: ETOOMANYREQUESTS.
     #[error("write cache full for {0:?}; add rejected")]
     Throttled(Duration),
+    /// The write cache is full and no ledger directory has room to flush it: the add is
+    /// refused at once instead of waiting for a flush that cannot happen. Wire: EREADONLY.
+    #[error("write cache full and no ledger directory has room to flush it")]
+    OutOfSpace,
     /// The caller passed something out of range (entry too large, bad config).
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -63,8 +67,15 @@ impl Error {
                 matches!(source.raw_os_error(), Some(ENOSPC) | Some(EDQUOT))
                     || source.kind() == io::ErrorKind::StorageFull
             }
+            Error::OutOfSpace => true,
             _ => false,
         }
+    }
+
+    /// An ENOSPC error for "no directory has room for the next segment", so callers
+    /// treat it like the file system's own ENOSPC (`is_no_space`).
+    pub(crate) fn no_room(context: impl Into<String>) -> Error {
+        Error::io(context, io::Error::from_raw_os_error(ENOSPC))
     }
 
     /// True for errors that are a storage failure (I/O or corruption): the bookie

@@ -11,6 +11,7 @@ use crate::disk_usage::DirState;
 use crate::format::{LedgerStateRecord, StateFile};
 use crate::index::{LedgerMeta, Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
+use crate::room;
 use crate::segment::{self, SegmentInput};
 use crate::{lac_field, Error, Inner, Result, Shared, STATE_FILE};
 use bk_disk::Disk;
@@ -20,7 +21,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Shared {
-    pub(crate) fn add_entry(&self, ledger: u64, entry: u64, data: Bytes) -> Result<()> {
+    /// `replayed`: a journal record applied at start-up. While no directory has room,
+    /// a full cache refuses an add at once (`OutOfSpace`, EREADONLY on the wire) instead
+    /// of waiting; a replayed entry is admitted over the bound instead (it is already
+    /// acknowledged, and what the journal holds above its checkpoint that is not in a
+    /// segment was in the write cache when the bookie stopped).
+    pub(crate) fn add_entry(
+        &self,
+        ledger: u64,
+        entry: u64,
+        data: Bytes,
+        replayed: bool,
+    ) -> Result<()> {
         if data.len() > self.cfg.max_entry_bytes {
             return Err(Error::InvalidInput(format!(
                 "entry of {} bytes exceeds the maximum {}",
@@ -40,6 +52,13 @@ impl Shared {
             if g.flushing.is_none() {
                 self.swap_locked(&mut g);
                 continue;
+            }
+            if g.no_space {
+                if replayed {
+                    break;
+                }
+                M::add(&self.metrics.rejected_write_requests, 1);
+                return Err(Error::OutOfSpace);
             }
             let d = *deadline.get_or_insert_with(|| {
                 M::add(&self.metrics.throttled_write_requests, 1);
@@ -120,15 +139,50 @@ impl Shared {
                 }
                 Err(_) => M::add(&self.metrics.flush_failures, 1),
             }
+            self.after_flush_attempt(&r);
             let mut g = self.inner.lock();
-            g.flusher_backoff_until = match r {
-                Ok(()) => None,
+            g.flusher_backoff_until = match &r {
+                Ok(()) => {
+                    g.flusher_backoff = Duration::ZERO;
+                    None
+                }
+                Err(e) if e.is_no_space() => {
+                    // Retried with backoff (1 s doubling to 30 s), and at once when a
+                    // disk check finds room again (`check_disk_usage`); logged when the
+                    // state changes (`after_flush_attempt`), not at every retry.
+                    g.flusher_backoff = (g.flusher_backoff * 2)
+                        .clamp(Duration::from_secs(1), Duration::from_secs(30));
+                    Some(Instant::now() + g.flusher_backoff)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "background flush failed; entries stay in the write cache");
                     Some(Instant::now() + Duration::from_millis(1000))
                 }
             };
         }
+    }
+
+    /// Records whether flushing is blocked for lack of space: sets or clears `no_space`,
+    /// wakes adds waiting for cache space (they are refused at once while blocked), logs
+    /// the change and tells the mode listener.
+    pub(crate) fn after_flush_attempt(&self, r: &Result<()>) {
+        let blocked = matches!(r, Err(e) if e.is_no_space());
+        let changed = {
+            let mut g = self.inner.lock();
+            if r.is_err() && !blocked {
+                return;
+            }
+            std::mem::replace(&mut g.no_space, blocked) != blocked
+        };
+        if changed {
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "ledger directories full: flushes wait for space; unflushed entries stay in the write cache and the journal");
+            } else {
+                tracing::info!("ledger directories have room again: write cache flushed");
+            }
+            self.cache_cv.notify_all();
+        }
+        self.notify_mode();
     }
 
     pub(crate) fn flush(&self) -> Result<()> {
@@ -166,6 +220,7 @@ impl Shared {
             self.persist_state_with(disk.as_mut(), true)
         })();
         drop(disk);
+        self.after_flush_attempt(&r);
         match &r {
             Ok(()) => {
                 M::add(&self.metrics.flush_count, 1);
@@ -194,84 +249,106 @@ impl Shared {
         best
     }
 
-    /// Writes the flushing half as one segment and installs it. Caller holds flush_lock.
+    /// Writes the flushing half as segments of bounded size (`room`) and installs each as
+    /// it becomes durable; the half is dropped once all of it is. A failure (ENOSPC, EIO)
+    /// leaves the rest in the half, and the next call resumes at its cursor. Caller holds
+    /// flush_lock.
     pub(crate) fn flush_flushing(&self, disk: &mut dyn Disk) -> Result<()> {
-        let (half, swap_no, id, dir) = {
-            let mut g = self.inner.lock();
-            let Some((half, swap_no)) = g.flushing.clone() else {
-                return Ok(());
+        loop {
+            let (half, swap_no, cursor) = {
+                let g = self.inner.lock();
+                let Some((half, swap_no)) = g.flushing.clone() else {
+                    return Ok(());
+                };
+                (half, swap_no, g.flush_cursor)
             };
-            let id = g.next_segment_id;
-            g.next_segment_id += 1;
-            (half, swap_no, id, Self::pick_dir(&g))
-        };
-        let input = {
-            let g = self.inner.lock();
-            SegmentInput {
-                ledgers: half
-                    .sorted_ledgers()
-                    .into_iter()
-                    .filter(|(l, _)| g.index.ledgers.contains_key(l))
-                    .map(|(l, m)| (l, m.iter().map(|(e, b)| (*e, b)).collect()))
-                    .collect(),
-            }
-        };
-        let written = if input.ledgers.is_empty() {
-            None
-        } else {
-            match segment::write_segment(
-                disk,
-                &self.dirs[dir],
-                id,
-                id,
-                &input,
-                self.cfg.flush_write_bytes,
-                self.cfg.flush_queue_depth,
-                self.cfg.direct_io,
-            ) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    if e.is_no_space() {
-                        self.inner.lock().dir_states[dir] = DirState::Full;
-                    }
-                    return Err(e);
+            let sorted = half.sorted_ledgers();
+            let pending = {
+                let g = self.inner.lock();
+                room::pending(&sorted, cursor, |l| g.index.ledgers.contains_key(&l))
+            };
+            let next = match pending.first().and_then(|(_, v)| v.first()) {
+                None => None,
+                Some((_, first)) => {
+                    let need = room::segment_bytes(first.len() as u64, 1, 1);
+                    let (dir, room) = self.pick_dir_with_room(disk, need)?;
+                    let (input, next) =
+                        room::cut(pending, room.min(self.cfg.segment_max_bytes).max(need));
+                    self.write_and_install(disk, dir, &input)?;
+                    next
                 }
+            };
+            let mut g = self.inner.lock();
+            g.flush_cursor = next;
+            if next.is_none() {
+                g.flushing = None;
+                g.flushed_swaps = swap_no;
             }
-        };
-        drop(input);
-        let mut g = self.inner.lock();
-        if let Some(w) = written {
-            M::add(&self.metrics.flush_bytes, w.data_len);
-            g.index.add_segment(
-                id,
-                SegmentMeta {
-                    dir,
-                    seq: id,
-                    file_len: w.file_len,
-                    data_bytes: w.data_len,
-                    live_bytes: 0,
-                    ledgers: w.runs.iter().map(|r| r.ledger).collect(),
-                    compacting: false,
-                },
-            );
-            for r in w.runs {
-                if g.index.ledgers.contains_key(&r.ledger) {
-                    g.index.install_run(
-                        r.ledger,
-                        Run {
-                            seg: id,
-                            seq: id,
-                            entries: r.entries,
-                        },
-                    );
-                }
+            self.update_gauges_locked(&g);
+            drop(g);
+            if next.is_none() {
+                self.cache_cv.notify_all();
+                return Ok(());
             }
         }
-        g.flushing = None;
-        g.flushed_swaps = swap_no;
-        self.update_gauges_locked(&g);
-        drop(g);
-        self.cache_cv.notify_all();
+    }
+
+    /// Writes one segment into `dir` and installs it in the index.
+    fn write_and_install(
+        &self,
+        disk: &mut dyn Disk,
+        dir: usize,
+        input: &SegmentInput<'_>,
+    ) -> Result<()> {
+        let id = {
+            let mut g = self.inner.lock();
+            g.next_segment_id += 1;
+            g.next_segment_id - 1
+        };
+        let w = match segment::write_segment(
+            disk,
+            &self.dirs[dir],
+            id,
+            id,
+            input,
+            self.cfg.flush_write_bytes,
+            self.cfg.flush_queue_depth,
+            self.cfg.direct_io,
+        ) {
+            Ok(w) => w,
+            Err(e) => {
+                if e.is_no_space() {
+                    self.inner.lock().dir_states[dir] = DirState::Full;
+                }
+                return Err(e);
+            }
+        };
+        let mut g = self.inner.lock();
+        M::add(&self.metrics.flush_bytes, w.data_len);
+        g.index.add_segment(
+            id,
+            SegmentMeta {
+                dir,
+                seq: id,
+                file_len: w.file_len,
+                data_bytes: w.data_len,
+                live_bytes: 0,
+                ledgers: w.runs.iter().map(|r| r.ledger).collect(),
+                compacting: false,
+            },
+        );
+        for r in w.runs {
+            if g.index.ledgers.contains_key(&r.ledger) {
+                g.index.install_run(
+                    r.ledger,
+                    Run {
+                        seg: id,
+                        seq: id,
+                        entries: r.entries,
+                    },
+                );
+            }
+        }
         Ok(())
     }
 

@@ -168,8 +168,8 @@ pub struct LedgerRun {
     pub entries: Vec<EntryLoc>,
 }
 
-const FOOTER_LEDGER_HEADER: usize = 12;
-const FOOTER_ENTRY_LEN: usize = 24;
+pub(crate) const FOOTER_LEDGER_HEADER: usize = 12;
+pub(crate) const FOOTER_ENTRY_LEN: usize = 24;
 
 /// Bytes `encode_footer` writes for `runs`.
 pub fn footer_len(runs: &[LedgerRun]) -> usize {

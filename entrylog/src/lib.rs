@@ -25,8 +25,8 @@
 //! `read` (segment reads, read-ahead), `ledger_state` (master key, fence, LACs,
 //! listing), `gc` (ledger deletion, dead-segment removal), `compaction`, `disk_usage`
 //! (the read-only state machine), `report` (what GC and compaction return), `cancel`
-//! (stopping them at shutdown), `segment`
-//! and `format` (the on-disk formats), `index`, `write_cache`, `read_cache`, `metrics`.
+//! (stopping them at shutdown), `segment` and `format` (the on-disk formats), `room`
+//! (bounded segments, room per directory), `index`, `write_cache`, `read_cache`, `metrics`.
 
 pub mod cancel;
 mod compaction;
@@ -43,6 +43,7 @@ mod open;
 mod read;
 mod read_cache;
 mod report;
+mod room;
 mod segment;
 mod write_cache;
 
@@ -65,7 +66,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use write_cache::CacheHalf;
 
 /// Creates a new `Disk` handle on the file system holding the ledger directories.
@@ -103,7 +104,25 @@ struct Inner {
     dir_free: Vec<u64>,
     closed: bool,
     flusher_backoff_until: Option<Instant>,
+    flusher_backoff: Duration,
+    /// First (ledger, entry) of the flushing half not yet in a segment (a flush is cut
+    /// into bounded segments and may stop part way, for lack of space).
+    flush_cursor: Option<(u64, u64)>,
+    /// The last flush failed for lack of space and none has succeeded since: the log is
+    /// read-only and a full cache refuses adds at once.
+    no_space: bool,
 }
+
+/// Who is told of storage-mode changes, and what it was told last.
+#[derive(Default)]
+struct ModeWatch {
+    last: Option<StorageMode>,
+    listener: Option<ModeListener>,
+}
+
+/// Called with the new storage mode whenever it changes (from a flush, a state write
+/// or a disk check), on the thread that saw the change; must be cheap and not block.
+pub type ModeListener = Box<dyn Fn(StorageMode) + Send + Sync>;
 
 struct ReaderSlot {
     disk: Box<dyn Disk>,
@@ -130,6 +149,8 @@ struct Shared {
     readahead_cv: Condvar,
     metrics: EntryLogMetrics,
     stop: AtomicBool,
+    /// Serialises mode notifications, so listeners see changes in order.
+    mode_watch: Mutex<ModeWatch>,
 }
 
 /// The entry log. See the crate docs.
@@ -149,8 +170,41 @@ impl EntryLog {
     /// key: the bookie calls [`EntryLog::set_master_key`] first). The entry is readable
     /// at once and durable after the next successful [`EntryLog::flush`]. Blocks up to
     /// `max_throttle` while both cache halves are full, then `Error::Throttled`.
+    /// While no directory has room to flush, a full cache refuses the add at once with
+    /// `Error::OutOfSpace` instead.
     pub fn add_entry(&self, ledger: u64, entry: u64, data: Bytes) -> Result<()> {
-        self.shared.add_entry(ledger, entry, data)
+        self.shared.add_entry(ledger, entry, data, false)
+    }
+
+    /// Start-up journal replay of an entry: skipped when a durable segment already holds
+    /// that entry (so what replay puts in the write cache is what was not flushed when
+    /// the bookie stopped), otherwise added like [`EntryLog::add_entry`] except that
+    /// while no directory has room it is admitted over the cache bound, never refused:
+    /// replay never fails for a full disk.
+    pub fn add_replayed_entry(&self, ledger: u64, entry: u64, data: Bytes) -> Result<()> {
+        {
+            let g = self.shared.inner.lock();
+            if g.index
+                .ledgers
+                .get(&ledger)
+                .and_then(|m| m.lookup(entry))
+                .is_some()
+            {
+                return Ok(());
+            }
+        }
+        self.shared.add_entry(ledger, entry, data, true)
+    }
+
+    /// Sets the one listener told of storage-mode changes (module `disk_usage`), and
+    /// tells it the current mode at once.
+    pub fn set_mode_listener(&self, listener: ModeListener) {
+        {
+            let mut w = self.shared.mode_watch.lock();
+            w.listener = Some(listener);
+            w.last = None;
+        }
+        self.shared.notify_mode();
     }
 
     /// Reads an entry: write cache, read cache, then segment (CRC-checked).
@@ -230,7 +284,7 @@ impl EntryLog {
 
     /// The storage mode from the last check (or an ENOSPC seen since).
     pub fn storage_mode(&self) -> StorageMode {
-        disk_usage::mode_of(&self.shared.inner.lock().dir_states)
+        self.shared.mode()
     }
 
     /// Usage of every directory (re-reads space).
@@ -326,6 +380,31 @@ impl Shared {
         M::set(&m.active_ledgers, g.index.ledgers.len() as u64);
     }
 
+    /// Read-only while the directory states say so (`readOnlyModeOnAnyDiskFullEnabled`)
+    /// or while flushing is blocked for lack of space.
+    fn mode_locked(&self, g: &Inner) -> StorageMode {
+        if g.no_space {
+            return StorageMode::ReadOnly;
+        }
+        disk_usage::mode_of(&g.dir_states, self.cfg.read_only_on_any_dir_full)
+    }
+
+    fn mode(&self) -> StorageMode {
+        self.mode_locked(&self.inner.lock())
+    }
+
+    /// Tells the listener the current mode if it changed since it was last told.
+    pub(crate) fn notify_mode(&self) {
+        let mut w = self.mode_watch.lock();
+        let mode = self.mode();
+        if w.last != Some(mode) {
+            w.last = Some(mode);
+            if let Some(l) = &w.listener {
+                l(mode);
+            }
+        }
+    }
+
     fn check_disk_usage(&self) -> Result<StorageMode> {
         let t = Thresholds {
             full: self.cfg.disk_usage_threshold,
@@ -343,16 +422,35 @@ impl Shared {
             }
         }
         let mut g = self.inner.lock();
+        let mut room_again = false;
         for (i, s) in spaces.iter().enumerate() {
             let used = if s.total_bytes == 0 {
                 1.0
             } else {
                 1.0 - s.free_bytes as f64 / s.total_bytes as f64
             };
-            g.dir_states[i] = disk_usage::next_dir_state(t, g.dir_states[i], used);
+            let prev = g.dir_states[i];
+            let mut next = disk_usage::next_dir_state(t, prev, used);
+            // A directory that turned full for lack of room for the next segment stays
+            // full until that room is there (else it would flap at the threshold).
+            let need = room::segment_bytes(self.cfg.flush_write_bytes as u64, 1, 1);
+            if prev == DirState::Full && room::room(s.total_bytes, s.free_bytes, t.full) < need {
+                next = DirState::Full;
+            }
+            room_again |= prev == DirState::Full && next != DirState::Full;
+            g.dir_states[i] = next;
             g.dir_free[i] = s.free_bytes;
         }
-        Ok(disk_usage::mode_of(&g.dir_states))
+        if room_again {
+            // Retry a flush blocked for space now, not at the end of its backoff.
+            g.flusher_backoff_until = None;
+            g.flusher_backoff = Duration::ZERO;
+            self.flusher_cv.notify_all();
+        }
+        let mode = self.mode_locked(&g);
+        drop(g);
+        self.notify_mode();
+        Ok(mode)
     }
 
     fn dir_usages(&self) -> Result<Vec<DirUsage>> {

@@ -181,6 +181,9 @@ impl EntryLog {
                 dir_free: vec![u64::MAX; ndirs],
                 closed: false,
                 flusher_backoff_until: None,
+                flusher_backoff: std::time::Duration::ZERO,
+                flush_cursor: None,
+                no_space: false,
             }),
             cache_cv: Condvar::new(),
             flusher_cv: Condvar::new(),
@@ -190,6 +193,7 @@ impl EntryLog {
             next_reader: AtomicUsize::new(0),
             metrics,
             stop: AtomicBool::new(false),
+            mode_watch: Default::default(),
             cfg,
         });
         shared.update_gauges();

@@ -59,6 +59,17 @@ fn enospc_during_flush_keeps_entries_and_goes_read_only() {
         capacity_bytes: Some(64 * cap),
         ..Faults::default()
     });
+    // A full directory takes no segment until a disk check finds room again (the
+    // bookie's disk monitor runs it every diskCheckInterval).
+    assert!(
+        log.flush().unwrap_err().is_no_space(),
+        "still full until checked"
+    );
+    assert_eq!(
+        log.check_disk_usage().unwrap(),
+        StorageMode::ReadOnly,
+        "flush pending"
+    );
     log.flush().expect("flush retry after space is back");
     assert_eq!(log.check_disk_usage().unwrap(), StorageMode::ReadWrite);
     drop(log);
@@ -91,12 +102,18 @@ fn usage_thresholds_with_hysteresis() {
         for e in 0..20 {
             log.add_entry(l, e, entry(l, e, -1, 10_000, e)).unwrap();
         }
-        log.flush().unwrap();
         l += 1;
         assert!(l < 100);
+        // Read-only before ENOSPC: the flush that finds no room below the threshold
+        // for its next segment marks the directory full.
+        if let Err(e) = log.flush() {
+            assert!(e.is_no_space(), "{e}");
+            break;
+        }
     }
+    assert_eq!(log.storage_mode(), StorageMode::ReadOnly);
     let usage = log.disk_usage().unwrap();
-    assert!(usage[0].used_fraction > 0.5, "{usage:?}");
+    assert!(usage[0].used_fraction > 0.45, "{usage:?}");
     // Delete ledgers until usage is between LWM and threshold: still read-only.
     let mut victim = 1;
     loop {
@@ -115,6 +132,10 @@ fn usage_thresholds_with_hysteresis() {
         }
         assert!(victim < l, "deletions never freed space");
     }
+    // Below the LWM the directory takes segments again; writable once the flush that
+    // was blocked for space has gone through.
+    log.check_disk_usage().unwrap();
+    log.flush().expect("the blocked flush goes through");
     assert_eq!(log.check_disk_usage().unwrap(), StorageMode::ReadWrite);
 }
 

@@ -113,6 +113,8 @@ pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
         } else {
             cfg.compaction_rate_by_entries
         },
+        segment_max_bytes: cfg.entry_log_size_limit_bytes,
+        read_only_on_any_dir_full: cfg.read_only_mode_on_any_disk_full_enabled,
         ..EntryLogConfig::default()
     }
 }

@@ -91,6 +91,7 @@ pub fn status(e: &StorageError, at: At) -> Status {
         StorageError::NoEntry(..) if at == At::Lac => Status::Io,
         StorageError::NoEntry(..) => Status::NoEntry,
         StorageError::Throttled(_) => Status::TooManyRequests,
+        StorageError::OutOfSpace => Status::ReadOnly,
         StorageError::Invalid(_) => Status::BadRequest,
         StorageError::MasterKeyConflict(_)
         | StorageError::Corruption(_)
@@ -127,6 +128,9 @@ mod tests {
         let invalid = StorageError::Invalid("negative ledger id".into());
         assert_eq!(status(&invalid, At::Storage), Status::BadRequest);
         assert_eq!(status(&invalid, At::Journal), Status::Io);
+        let full = StorageError::from(bk_entrylog::Error::OutOfSpace);
+        assert_eq!(status(&full, At::Add), Status::ReadOnly);
+        assert!(full.is_no_space());
         let closed = StorageError::EntryLog(Arc::new(bk_entrylog::Error::Closed));
         assert!(closed.is_shut_down());
         assert_eq!(status(&closed, At::Storage), Status::Io);

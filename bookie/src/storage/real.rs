@@ -5,6 +5,8 @@
 //! 2. open the journal, replaying every record above each journal's checkpoint mark
 //!    into the entry log (entries, master keys, fences, explicit LACs);
 //! 3. flush the entry log, then checkpoint the journal at the mark taken after replay;
+//!    on a full ledger disk the replayed entries stay in the write cache, the journal is
+//!    not checkpointed, and the bookie starts read-only (docs/semantics.md §14);
 //! 4. only then return — the caller binds the port afterwards.
 //!
 //! Wire ids are Java longs; the crates use `u64`. A negative ledger id is unknown to
@@ -109,6 +111,18 @@ impl LedgerStorage for EntryLogStorage {
         let entry = u64::try_from(entry)
             .map_err(|_| StorageError::Invalid(format!("negative entry id {entry}")))?;
         self.with(|log| log.add_entry(id, entry, body))
+    }
+
+    fn add_replayed_entry(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+        body: Bytes,
+    ) -> Result<(), StorageError> {
+        let id = ledger_for_write(ledger)?;
+        let entry = u64::try_from(entry)
+            .map_err(|_| StorageError::Invalid(format!("negative entry id {entry}")))?;
+        self.with(|log| log.add_replayed_entry(id, entry, body))
     }
 
     fn get_entry(&self, ledger: LedgerId, entry: EntryId) -> Result<Bytes, StorageError> {
@@ -273,12 +287,21 @@ pub struct RealStorage {
 }
 
 impl RealStorage {
-    /// Final flush + checkpoint, then journal and entry log shut down. Blocking.
+    /// Final flush + checkpoint, then journal and entry log shut down. Blocking. On full
+    /// ledger disks the final flush cannot happen: that is not a failure, the unflushed
+    /// entries are in the journal (not trimmed) and the next start replays them.
     pub fn shutdown(&self) -> Result<(), StorageError> {
         let result = self.store.flush_and_checkpoint();
         self.journal.shutdown();
         let closed = self.entry_log.close();
-        result.and(closed)
+        let full = |r: Result<(), StorageError>| match r {
+            Err(e) if e.is_no_space() => {
+                tracing::warn!(error = %e, "ledger disks full at shutdown: unflushed entries stay in the journal for the next start");
+                Ok(())
+            }
+            other => other,
+        };
+        full(result).and(full(closed))
     }
 
     /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
@@ -317,6 +340,23 @@ impl RealStorage {
     /// disk-usage thresholds give (read-only while a directory is full). Blocking.
     pub fn check_disk_usage(&self) -> Result<StorageMode, StorageError> {
         self.entry_log.with(|log| log.check_disk_usage())
+    }
+
+    /// The storage mode now (from the last check, or a flush that found no room).
+    pub fn storage_mode(&self) -> Result<StorageMode, StorageError> {
+        self.entry_log.with(|log| Ok(log.storage_mode()))
+    }
+
+    /// Sets the one listener told of every storage-mode change (at once, from the thread
+    /// that saw it: a flush that found no room, a disk check), and tells it the mode now.
+    pub fn set_mode_listener(
+        &self,
+        listener: impl Fn(StorageMode) + Send + Sync + 'static,
+    ) -> Result<(), StorageError> {
+        self.entry_log.with(|log| {
+            log.set_mode_listener(Box::new(listener));
+            Ok(())
+        })
     }
 }
 
@@ -397,8 +437,18 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
         vec![journal.clone()],
         fatal,
     );
-    // Make the replayed state durable in the entry log and trim the journal.
-    store.flush_and_checkpoint()?;
+    // Make the replayed state durable in the entry log and trim the journal. On full
+    // ledger disks nothing is trimmed: the bookie comes up read-only, serving the
+    // replayed entries from the write cache, and the flusher retries.
+    match store.flush_and_checkpoint() {
+        Ok(()) => {}
+        Err(e) if e.is_no_space() => tracing::warn!(
+            error = %e,
+            replayed,
+            "ledger disks full at start-up: replayed entries stay in the write cache, the journal is not trimmed; starting read-only"
+        ),
+        Err(e) => return Err(e),
+    }
     Ok(RealStorage {
         store,
         entry_log,
