@@ -167,7 +167,7 @@ fn gc_keeps_ledgers_created_during_scan() {
 }
 
 #[test]
-fn dropping_16000_ledgers_is_fast() {
+fn dropping_16000_ledgers_is_not_quadratic() {
     let fs = SimFs::new(5);
     let mut cfg = small_config();
     cfg.write_cache_bytes = 64 * 1024 * 1024;
@@ -190,7 +190,10 @@ fn dropping_16000_ledgers_is_fast() {
     eprintln!(
         "gc of 16000 ledgers took {took:?} (index, tombstones, state write, segment removal)"
     );
-    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    // A guard against quadratic deletion, not a benchmark: linear work takes ~0.5 s here
+    // even on a loaded CI machine, a quadratic one minutes; the bound is far from both so
+    // machine noise cannot fail it.
+    assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
     assert!(log.ledgers().is_empty());
 }
 
