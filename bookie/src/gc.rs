@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::config::BookieConfig;
+use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::registration::Registration;
 use crate::storage::real::RealStorage;
@@ -78,20 +79,26 @@ async fn compact_if_due(
     }
 }
 
-/// The GC loop: one round every `interval` (module docs).
+/// The GC loop: one round every `interval`, or when `trigger` asks (module docs).
 pub async fn gc_loop(
     storage: Arc<RealStorage>,
     bookie: Arc<Bookie>,
     registration: Arc<Registration>,
     interval: Duration,
     compaction: CompactionSchedule,
+    trigger: Arc<GcTrigger>,
 ) {
+    trigger.serve();
     let mut tick = tokio::time::interval(interval);
     tick.tick().await;
     let mut last_minor = Instant::now();
     let mut last_major = last_minor;
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = trigger.asked() => {}
+        }
+        let _round = trigger.begin_round();
         compact_if_due(&storage, &compaction, &mut last_minor, &mut last_major).await;
         // Fails only once the entry log is closed.
         let Ok(token) = storage.begin_gc_scan() else {

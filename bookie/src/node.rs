@@ -1,14 +1,17 @@
 //! The whole bookie process, in start-up and shutdown order (docs/semantics.md §16), so that
 //! `main.rs` stays a few lines:
 //!
+//! 0. the admin HTTP API / metrics listener(s) (`admin`), before anything slow, so probes
+//!    see "alive, not ready" (200 / 503) during start-up rather than a refused connection;
 //! 1. bookie id, cookie validation (ZooKeeper + directories; directories only when
 //!    standalone) — a failure aborts start-up;
 //! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
 //! 3. port bound, requests served (recorded by `request_metrics`); background flusher
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
 //!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
-//! 4. registration in ZooKeeper (writable, or read-only when forced);
-//! 5. on SIGTERM/SIGINT: stop reading requests and drain the ones in flight, flush +
+//! 4. registration in ZooKeeper (writable, or read-only when forced); from here the admin
+//!    API's `is_ready` answers 200;
+//! 5. on SIGTERM/SIGINT: `is_ready` answers 503 again; stop reading requests and drain the ones in flight, flush +
 //!    checkpoint, shut the journal and entry log down, unregister, exit 0. A fatal
 //!    storage error, or ZooKeeper refusing our authentication, exits non-zero; a ZooKeeper
 //!    outage or session expiry does not (registration retries until ZooKeeper is back).
@@ -21,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::admin::{self, AdminState, Phase};
 use crate::config::mapping::{server_config, storage_config};
 use crate::config::BookieConfig;
 use crate::disk_monitor::{self, DiskMonitorConfig};
@@ -71,6 +75,21 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         .map_err(|e| NodeError::BookieId(e.to_string()))?;
     tracing::info!(bookie_id = %addr.bookie_id, standalone, "starting bookie");
 
+    // 0. Admin API and metrics listeners (a port that cannot be bound is logged, not fatal).
+    let metrics = Metrics::new();
+    let admin_state = AdminState::new(
+        Arc::new(cfg.clone()),
+        addr.bookie_id.clone(),
+        metrics.clone(),
+    );
+    let listeners = match admin::start_from_config(&cfg, admin_state.clone()).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(error = %e, "admin HTTP API / metrics endpoint not started");
+            None
+        }
+    };
+
     let mut disk = bk_disk::open_disk(&bk_disk::DiskConfig::default())?.disk;
     let storage_cfg = storage_config(&cfg);
     create_dirs(disk.as_mut(), &storage_cfg.journal_dirs)?;
@@ -88,6 +107,8 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         reg.check_cookies(&cfg, &addr, disk.as_mut())
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
+        let reg = Arc::new(reg);
+        admin_state.set_registration(reg.clone());
         Some(reg)
     };
     drop(disk);
@@ -111,24 +132,15 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             read_only: cfg.force_read_only_bookie,
         },
     );
+    admin_state.set_bookie(bookie.clone());
 
-    // 3. Serve, with metrics (a metrics port that cannot be bound is logged, not fatal:
-    // Java starts its endpoint only with the Prometheus provider configured).
-    let metrics = Metrics::new();
+    // 3. Serve, with metrics.
     for i in 0..storage.journal.journals() {
         if let Some(m) = storage.journal.metrics(i) {
             metrics.add_collector(metrics::adapters::journal_collector(m, i));
         }
     }
     metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
-    let metrics_server =
-        match metrics::MetricsServer::start_from_config(&cfg, metrics.clone()).await {
-            Ok(server) => server,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics endpoint not started");
-                None
-            }
-        };
     let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
     let server =
         Server::start_with_observer(bookie.clone(), server_config(&cfg), Some(observer)).await?;
@@ -138,7 +150,6 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         Duration::from_millis(100),
         stop.clone(),
     )?;
-    let registration = registration.map(Arc::new);
     let monitor = tokio::spawn(disk_monitor::disk_monitor(
         storage.clone(),
         bookie.clone(),
@@ -151,6 +162,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
             reg.clone(),
             cfg.gc_wait_time.max(Duration::from_secs(1)),
             CompactionSchedule::from_config(&cfg),
+            admin_state.gc_trigger(),
         ))
     });
 
@@ -167,6 +179,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         registration.clone(),
         metrics.clone(),
     ));
+    admin_state.set_phase(Phase::Running);
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
     // 5. Wait for a signal, or for ZooKeeper to refuse our authentication.
@@ -186,6 +199,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         }
     }
 
+    admin_state.set_phase(Phase::ShuttingDown);
     publisher.abort();
     bookie.set_read_only(ReadOnlyReason::ShuttingDown, true);
     let drained = server.shutdown().await;
@@ -214,8 +228,8 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         reg.shutdown().await;
     }
     metrics.set_server_status(ServerStatus::Unregistered);
-    if let Some(m) = metrics_server {
-        m.shutdown();
+    if let Some(l) = listeners {
+        l.shutdown();
     }
     Ok(exit_code)
 }
