@@ -479,9 +479,12 @@ async fn zookeeper_endpoints_answer_from_zookeeper() {
 
     let (s, body) = get("/api/v1/ledger/list").await.unwrap();
     assert_eq!((s, json_of(&body)), (200, serde_json::json!({})));
-    obs.mkdir(&bookie::gc_scan::ledger_path(root, 7), &open())
+    let md = bookie::admin::ledger_metadata::encode_for_tests(&[&id], Some(4));
+    let path = bookie::gc_scan::ledger_path(root, 7);
+    obs.mkdir(path.rsplit_once('/').unwrap().0, &open())
         .await
         .unwrap();
+    obs.create(&path, &md, &open()).await.unwrap();
     let (s, body) = get("/api/v1/ledger/list").await.unwrap();
     assert_eq!((s, json_of(&body)), (200, serde_json::json!({ "7": null })));
     assert_eq!(get("/api/v1/ledger/metadata").await.unwrap().0, 404);
@@ -489,6 +492,32 @@ async fn zookeeper_endpoints_answer_from_zookeeper() {
         get("/api/v1/ledger/metadata?ledger_id=8").await.unwrap().0,
         500
     );
+    let (s, body) = get("/api/v1/ledger/metadata?ledger_id=7").await.unwrap();
+    let md = json_of(&body);
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(keys(&md), sorted(&["7"]));
+    assert_eq!(
+        keys(&md["7"]),
+        sorted(&[
+            "ledgerId",
+            "metadataFormatVersion",
+            "ensembleSize",
+            "writeQuorumSize",
+            "ackQuorumSize",
+            "lastEntryId",
+            "length",
+            "digestType",
+            "password",
+            "state",
+            "closed",
+            "ctime",
+            "ctoken",
+            "customMetadata",
+            "allEnsembles"
+        ])
+    );
+    assert_eq!(md["7"]["allEnsembles"]["0"][0]["id"], id.as_str());
+    assert_eq!(md["7"]["state"], "CLOSED");
 
     let (s, body) = get("/api/v1/autorecovery/status").await.unwrap();
     assert_eq!(

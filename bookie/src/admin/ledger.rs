@@ -2,10 +2,10 @@
 //! Java handlers read them (the hierarchical / long-hierarchical tree `gc_scan` walks).
 //!
 //! Shapes: `list` `{"<ledger id>": null, ...}` in ledger-id order (a failed or partial scan
-//! is a 500, never a shorter list); `?print_metadata=true` is not built (501: it needs the
-//! metadata decoder). `metadata?ledger_id=N`: 404 without `ledger_id` or on another method
-//! (as Java); 500 for a ledger without metadata or a malformed id (Java throws: its HTTP
-//! server answers 500); 501 for an existing ledger (the decoder is not built yet).
+//! is a 500, never a shorter list); `?print_metadata=true` is not built (501). `metadata?ledger_id=N`: `{"<id>": <metadata>}` (`ledger_metadata`
+//! has the keys); 404 without `ledger_id` or on another method (as Java); 500 for a ledger
+//! without metadata, metadata we cannot decode, or a malformed id (Java throws: its HTTP
+//! server answers 500).
 
 use std::collections::HashMap;
 
@@ -67,10 +67,17 @@ pub(super) async fn metadata(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("No such ledger exists on Metadata Server: {id}"),
         ),
-        Ok(Some(_bytes)) => text(
-            StatusCode::NOT_IMPLEMENTED,
-            "ledger metadata decoding is not implemented by bookie-rs",
-        ),
+        Ok(Some(bytes)) => match super::ledger_metadata::to_json(id, &bytes) {
+            Ok(md) => {
+                let mut out = Map::new();
+                out.insert(id.to_string(), md);
+                json(StatusCode::OK, &Value::Object(out))
+            }
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("ledger {id}: {e}"),
+            ),
+        },
         Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e),
     }
 }

@@ -5,7 +5,8 @@
 //! Owns: [`AdminState`] (what the endpoints read: the start-up phase, the bookie once storage
 //! is open, the ZooKeeper registration, the GC trigger), the router, and the helpers that shape
 //! answers. One file per endpoint family: `bookie` (state, readiness, read-only toggle, disk,
-//! journal mark, GC), `cluster` (bookie listings from ZooKeeper), `ledger`, `autorecovery`,
+//! journal mark, GC), `cluster` (bookie listings from ZooKeeper), `ledger` (+ `ledger_metadata`,
+//! the metadata znode decoder), `autorecovery`,
 //! `config`; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
@@ -24,6 +25,7 @@ mod bookie;
 mod cluster;
 mod config;
 mod ledger;
+pub mod ledger_metadata;
 pub mod listener;
 mod zk;
 
