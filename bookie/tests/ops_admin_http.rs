@@ -456,6 +456,19 @@ async fn zookeeper_endpoints_answer_from_zookeeper() {
     let (s, body) = get("/api/v1/bookie/list_bookies?type=ro").await.unwrap();
     assert_eq!((s, json_of(&body)), (200, serde_json::json!({})));
 
+    let (s, body) = get("/api/v1/bookie/list_bookie_info").await.unwrap();
+    let info = json_of(&body);
+    assert_eq!(
+        (s, keys(&info)),
+        (200, sorted(&[id.as_str(), "ClusterInfo: "])),
+        "{body}"
+    );
+    let line = info[&id].as_str().unwrap();
+    assert!(
+        line.starts_with(": {Free: ") && line.ends_with("},"),
+        "{line}"
+    );
+
     let (s, body) = get("/api/v1/bookie/cluster_info").await.unwrap();
     let info = json_of(&body);
     assert_eq!(s, 200, "{body}");

@@ -1,4 +1,4 @@
-//! `/api/v1/bookie/{list_bookies,list_bookie_info,cluster_info}`: the cluster as ZooKeeper
+//! `/api/v1/bookie/{list_bookies,cluster_info}`: the cluster as ZooKeeper
 //! shows it (docs/registration.md §2 for the paths), read as the Java handlers read it.
 //!
 //! Shapes: `list_bookies` `{"<bookie id>": null | "<hostname>"}` (`?type=rw|ro`,
@@ -6,8 +6,6 @@
 //! "clusterUnderReplicated","ledgerReplicationEnabled","totalBookiesCount",
 //! "writableBookiesCount","readonlyBookiesCount","unavailableBookiesCount"}`.
 //! A failed ZooKeeper read is a 500 naming the path, never an empty listing.
-//! `list_bookie_info` asks every bookie for its disk space over the bookie protocol in Java;
-//! that client is not built here: 501.
 
 use std::collections::HashMap;
 
@@ -61,17 +59,6 @@ fn host_of(id: &str) -> &str {
         Some((host, port)) if port.parse::<u16>().is_ok() => host,
         _ => id,
     }
-}
-
-/// `GET /api/v1/bookie/list_bookie_info`: not built (module docs).
-pub(super) async fn list_bookie_info(method: Method) -> Response {
-    if method != Method::GET {
-        return wrong_method("Not found method. Should be GET method");
-    }
-    text(
-        StatusCode::NOT_IMPLEMENTED,
-        "list_bookie_info is not implemented by bookie-rs (it needs a bookie-protocol client)",
-    )
 }
 
 /// `GET /api/v1/bookie/cluster_info`.

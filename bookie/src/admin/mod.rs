@@ -5,7 +5,8 @@
 //! Owns: [`AdminState`] (what the endpoints read: the start-up phase, the bookie once storage
 //! is open, the ZooKeeper registration, the GC trigger), the router, and the helpers that shape
 //! answers. One file per endpoint family: `bookie` (state, readiness, read-only toggle, disk,
-//! journal mark, GC), `cluster` (bookie listings from ZooKeeper), `ledger` (+ `ledger_metadata`,
+//! journal mark, GC), `cluster` (bookie listings from ZooKeeper), `bookie_info` (disk space of
+//! every bookie, asked over the bookie protocol), `ledger` (+ `ledger_metadata`,
 //! the metadata znode decoder), `autorecovery`,
 //! `config`; `listener` binds the ports and bounds the connections.
 //!
@@ -22,6 +23,7 @@
 
 mod autorecovery;
 mod bookie;
+mod bookie_info;
 mod cluster;
 mod config;
 mod ledger;
@@ -148,7 +150,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/api/v1/bookie/list_bookies", any(cluster::list_bookies))
         .route(
             "/api/v1/bookie/list_bookie_info",
-            any(cluster::list_bookie_info),
+            any(bookie_info::list_bookie_info),
         )
         .route("/api/v1/bookie/cluster_info", any(cluster::cluster_info))
         .route("/api/v1/ledger/list", any(ledger::list))
