@@ -290,6 +290,11 @@ pub struct BookieConfig {
     pub prometheus_stats_http_address: String,
     /// prometheusStatsHttpPort (8000).
     pub prometheus_stats_http_port: u16,
+
+    // ---- as given ----
+    /// Every key set by the file, `--set` and the flags, with its value as written (the
+    /// admin API's `/api/v1/config/server_config`, as Java's `conf.asJson()`), in key order.
+    pub properties: Vec<(String, String)>,
 }
 
 /// What the loader noticed but did not act on.
@@ -383,7 +388,8 @@ impl BookieConfig {
             }
         }
         args::apply(&mut props, args)?;
-        let cfg = sections::from_props(&mut props, args.standalone)?;
+        let mut cfg = sections::from_props(&mut props, args.standalone)?;
+        cfg.properties = props.entries();
         let mut report = LoadReport {
             conf_file: path.map(Path::to_path_buf),
             adjusted: props.take_notes(),

@@ -21,6 +21,7 @@ use bk_entrylog::Cancel;
 use tokio::time::Instant;
 
 use crate::config::BookieConfig;
+use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::registration::Registration;
 use crate::storage::real::RealStorage;
@@ -89,7 +90,7 @@ async fn compact_if_due(
     .await;
 }
 
-/// The GC loop: one round every `interval` (module docs).
+/// The GC loop: one round every `interval`, or when `trigger` asks (module docs).
 pub async fn gc_loop(
     storage: Arc<RealStorage>,
     bookie: Arc<Bookie>,
@@ -97,16 +98,22 @@ pub async fn gc_loop(
     interval: Duration,
     compaction: CompactionSchedule,
     cancel: Cancel,
+    trigger: Arc<GcTrigger>,
 ) {
+    trigger.serve();
     let mut tick = tokio::time::interval(interval);
     tick.tick().await;
     let mut last_minor = Instant::now();
     let mut last_major = last_minor;
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = trigger.asked() => {}
+        }
         if cancel.is_cancelled() {
             return;
         }
+        let _round = trigger.begin_round();
         compact_if_due(
             &storage,
             &compaction,

@@ -5,9 +5,9 @@
 //!   (one function per bookie operation), `storage` (the journal + entry log pair, start-up
 //!   replay, checkpointing);
 //! - process: `node` (assembly, start-up and shutdown order), `mode` (writable / read-only
-//!   and why, published to ZooKeeper and metrics), `disk_monitor` (disk usage -> read-only), `gc` (GC rounds and compaction schedule), `request_metrics` (the request
+//!   and why, published to ZooKeeper and metrics), `disk_monitor` (disk usage -> read-only), `gc` (GC rounds and compaction schedule; `gc_trigger`: forced rounds), `request_metrics` (the request
 //!   path into the stock metrics);
-//! - operations: `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus
+//! - operations: `admin` (the HTTP admin API, `/metrics` and the Helm probes' endpoints), `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus
 //!   `/metrics` with stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available /
 //!   read-only nodes, session expiry), `cookie` (the cookie text format and `current/VERSION`),
 //!   `gc_scan` (the ledger tree scan that tells GC which ledgers still exist).
@@ -16,11 +16,13 @@
 // build, which clippy checks too) is bound by ARCHITECTURE.md invariant 1 (see clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
+pub mod admin;
 pub mod config;
 pub mod cookie;
 pub mod disk_monitor;
 pub mod gc;
 pub mod gc_scan;
+pub mod gc_trigger;
 pub mod handlers;
 pub mod metrics;
 pub mod mode;

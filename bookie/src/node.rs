@@ -1,17 +1,21 @@
 //! The whole bookie process, in start-up and shutdown order (docs/semantics.md §16), so that
 //! `main.rs` stays a few lines:
 //!
+//! 0. the admin HTTP API / metrics listener(s) (`admin`), before anything slow, so probes
+//!    see "alive, not ready" (200 / 503) during start-up rather than a refused connection;
 //! 1. bookie id, cookie validation (ZooKeeper + directories; directories only when
 //!    standalone) — a failure aborts start-up;
 //! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
 //! 3. port bound, requests served (recorded by `request_metrics`); background flusher
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
 //!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
-//! 4. registration in ZooKeeper (writable, or read-only when forced);
-//! 5. on SIGTERM/SIGINT: cancel GC and compaction (a pass in progress stops within one
-//!    read batch or written entry), stop reading requests and drain the ones in flight
-//!    (at most [`DRAIN_BUDGET`]), flush + checkpoint, shut the journal and entry log down
-//!    (done by [`STORAGE_DEADLINE`] after the signal), unregister, exit 0. A fatal
+//! 4. registration in ZooKeeper (writable, or read-only when forced); from here the admin
+//!    API's `is_ready` answers 200;
+//! 5. on SIGTERM/SIGINT: `is_ready` answers 503 again; cancel GC and compaction (a pass in
+//!    progress stops within one read batch or written entry), stop reading requests and
+//!    drain the ones in flight (at most [`DRAIN_BUDGET`]), flush + checkpoint, shut the
+//!    journal and entry log down (done by [`STORAGE_DEADLINE`] after the signal),
+//!    unregister, exit 0. A fatal
 //!    storage error, or ZooKeeper refusing our authentication, exits non-zero; a ZooKeeper
 //!    outage or session expiry does not (registration retries until ZooKeeper is back).
 //!
@@ -35,6 +39,7 @@ use bk_entrylog::Cancel;
 use tokio::signal::unix::Signal;
 use tokio::time::Instant;
 
+use crate::admin::{self, AdminListeners, AdminState, Phase};
 use crate::config::mapping::{server_config, storage_config};
 use crate::config::BookieConfig;
 use crate::disk_monitor::{self, DiskMonitorConfig};
@@ -99,32 +104,83 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    // Steps 1-2 bind no port, so nothing was acknowledged: a signal abandons them at
-    // once (a journal replay cut short is replayed again at the next start, as after a
-    // crash).
+    let addr = registration::resolve_bookie_address(&cfg, cfg.bookie_port)
+        .map_err(|e| NodeError::BookieId(e.to_string()))?;
+    tracing::info!(
+        bookie_id = %addr.bookie_id,
+        standalone = cfg.metadata_service.is_none(),
+        "starting bookie"
+    );
+
+    // 0. Admin API and metrics listeners (a port that cannot be bound is logged, not fatal).
+    let metrics = Metrics::new();
+    let admin_state = AdminState::new(
+        Arc::new(cfg.clone()),
+        addr.bookie_id.clone(),
+        metrics.clone(),
+    );
+    let listeners = match admin::start_from_config(&cfg, admin_state.clone()).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(error = %e, "admin HTTP API / metrics endpoint not started");
+            None
+        }
+    };
+    let surface = Surface {
+        metrics,
+        admin_state,
+        listeners,
+    };
+
+    // Steps 1-2 bind no bookie port, so nothing was acknowledged: a signal abandons them
+    // at once (a journal replay cut short is replayed again at the next start, as after
+    // a crash).
     let started = tokio::select! {
-        opened = open(&cfg) => opened?,
+        opened = open(&cfg, &addr, &surface.admin_state) => opened,
         name = stop_signal(&mut term, &mut interrupt) => {
             tracing::info!("{name} during start-up: stopping before serving");
+            surface.shutdown();
             return Ok(0);
         }
     };
-    serve(cfg, started, term, interrupt).await
+    match started {
+        Ok(opened) => serve(cfg, opened, surface, term, interrupt).await,
+        Err(e) => {
+            surface.shutdown();
+            Err(e)
+        }
+    }
+}
+
+/// The operator's surface, up from step 0 to the end: metrics, the admin API's state, and
+/// the listeners serving them.
+struct Surface {
+    metrics: Metrics,
+    admin_state: Arc<AdminState>,
+    listeners: Option<AdminListeners>,
+}
+
+impl Surface {
+    fn shutdown(self) {
+        if let Some(l) = self.listeners {
+            l.shutdown();
+        }
+    }
 }
 
 /// What steps 1-2 bring up.
 struct Opened {
-    registration: Option<Registration>,
+    registration: Option<Arc<Registration>>,
     storage: Arc<RealStorage>,
 }
 
 /// Steps 1-2: cookies (and the ZooKeeper session), then storage.
-async fn open(cfg: &BookieConfig) -> Result<Opened, NodeError> {
+async fn open(
+    cfg: &BookieConfig,
+    addr: &registration::BookieAddress,
+    admin_state: &AdminState,
+) -> Result<Opened, NodeError> {
     let standalone = cfg.metadata_service.is_none();
-    let addr = registration::resolve_bookie_address(cfg, cfg.bookie_port)
-        .map_err(|e| NodeError::BookieId(e.to_string()))?;
-    tracing::info!(bookie_id = %addr.bookie_id, standalone, "starting bookie");
-
     let mut disk = bk_disk::open_disk(&bk_disk::DiskConfig::default())?.disk;
     let storage_cfg = storage_config(cfg);
     create_dirs(disk.as_mut(), &storage_cfg.journal_dirs)?;
@@ -132,16 +188,18 @@ async fn open(cfg: &BookieConfig) -> Result<Opened, NodeError> {
 
     // 1. Cookies.
     let registration = if standalone {
-        registration::check_cookies_standalone(cfg, &addr, disk.as_mut())
+        registration::check_cookies_standalone(cfg, addr, disk.as_mut())
             .map_err(|e| NodeError::Registration(e.to_string()))?;
         None
     } else {
-        let reg = Registration::connect(cfg, &addr)
+        let reg = Registration::connect(cfg, addr)
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
-        reg.check_cookies(cfg, &addr, disk.as_mut())
+        reg.check_cookies(cfg, addr, disk.as_mut())
             .await
             .map_err(|e| NodeError::Registration(e.to_string()))?;
+        let reg = Arc::new(reg);
+        admin_state.set_registration(reg.clone());
         Some(reg)
     };
     drop(disk);
@@ -165,6 +223,7 @@ async fn open(cfg: &BookieConfig) -> Result<Opened, NodeError> {
 async fn serve(
     cfg: BookieConfig,
     opened: Opened,
+    surface: Surface,
     mut term: Signal,
     mut interrupt: Signal,
 ) -> Result<i32, NodeError> {
@@ -172,6 +231,11 @@ async fn serve(
         registration,
         storage,
     } = opened;
+    let Surface {
+        metrics,
+        admin_state,
+        listeners,
+    } = surface;
     let bookie = Bookie::new(
         storage.store.clone(),
         BookieOptions {
@@ -182,28 +246,19 @@ async fn serve(
             read_only: cfg.force_read_only_bookie,
         },
     );
+    admin_state.set_bookie(bookie.clone());
 
     // Full ledger disks (a flush without room, at start-up too) make the bookie
     // read-only at once, not only at the next disk check.
     disk_monitor::follow_storage_mode(&storage, &bookie, cfg.read_only_mode_enabled)?;
 
-    // 3. Serve, with metrics (a metrics port that cannot be bound is logged, not fatal:
-    // Java starts its endpoint only with the Prometheus provider configured).
-    let metrics = Metrics::new();
+    // 3. Serve, with metrics.
     for i in 0..storage.journal.journals() {
         if let Some(m) = storage.journal.metrics(i) {
             metrics.add_collector(metrics::adapters::journal_collector(m, i));
         }
     }
     metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
-    let metrics_server =
-        match metrics::MetricsServer::start_from_config(&cfg, metrics.clone()).await {
-            Ok(server) => server,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics endpoint not started");
-                None
-            }
-        };
     let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
     let server =
         Server::start_with_observer(bookie.clone(), server_config(&cfg), Some(observer)).await?;
@@ -213,7 +268,6 @@ async fn serve(
         Duration::from_millis(100),
         stop.clone(),
     )?;
-    let registration = registration.map(Arc::new);
     let monitor = tokio::spawn(disk_monitor::disk_monitor(
         storage.clone(),
         bookie.clone(),
@@ -228,6 +282,7 @@ async fn serve(
             cfg.gc_wait_time.max(Duration::from_secs(1)),
             CompactionSchedule::from_config(&cfg),
             maintenance.clone(),
+            admin_state.gc_trigger(),
         ))
     });
 
@@ -248,6 +303,7 @@ async fn serve(
         registration.clone(),
         metrics.clone(),
     ));
+    admin_state.set_phase(Phase::Running);
     tracing::info!(addr = %server.local_addr(), "bookie ready");
 
     // 5. Wait for a signal, or for ZooKeeper to refuse our authentication.
@@ -272,6 +328,7 @@ async fn serve(
     }
     let signal_at = Instant::now();
 
+    admin_state.set_phase(Phase::ShuttingDown);
     // Maintenance first: a compaction or GC pass holds the entry log open, and closing
     // it would wait for the pass (at its configured rate, minutes).
     maintenance.cancel();
@@ -330,8 +387,8 @@ async fn serve(
         }
     }
     metrics.set_server_status(ServerStatus::Unregistered);
-    if let Some(m) = metrics_server {
-        m.shutdown();
+    if let Some(l) = listeners {
+        l.shutdown();
     }
     Ok(exit_code)
 }

@@ -188,8 +188,10 @@ async fn oversized_or_garbage_requests_do_not_hurt_the_endpoint() {
     let _ = s.write_all(&vec![b'A'; 20_000]).await;
     let mut buf = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;
+    // 431 (head too large) from hyper; the hand-written server answered 400.
+    let reply = String::from_utf8_lossy(&buf);
     assert!(
-        String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 400"),
+        reply.starts_with("HTTP/1.1 431") || reply.starts_with("HTTP/1.1 400"),
         "{}",
         String::from_utf8_lossy(&buf)
     );

@@ -49,6 +49,14 @@ impl Props {
         self.values.keys().filter(|k| !self.used.contains(*k))
     }
 
+    /// Every key with its value as set (last write wins), in key order.
+    pub(crate) fn entries(&self) -> Vec<(String, String)> {
+        self.values
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// Records a one-line note about a value the loader adjusted.
     pub(crate) fn note(&mut self, line: String) {
         self.notes.push(line);

@@ -135,6 +135,7 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         prometheus_stats_http_enable: h.prometheus_stats_http_enable,
         prometheus_stats_http_address: h.prometheus_stats_http_address,
         prometheus_stats_http_port: h.prometheus_stats_http_port,
+        properties: Vec::new(),
     })
 }
 

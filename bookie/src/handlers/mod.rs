@@ -143,6 +143,11 @@ impl Bookie {
         self.mode.set(reason, on)
     }
 
+    /// Whether high-priority (recovery) adds are accepted while read-only.
+    pub fn high_priority_writes_allowed(&self) -> bool {
+        self.high_priority_writes_allowed.load(Ordering::Acquire)
+    }
+
     pub fn set_high_priority_writes_allowed(&self, allowed: bool) {
         self.high_priority_writes_allowed
             .store(allowed, Ordering::Release);

@@ -1,0 +1,223 @@
+//! Decoding a ledger's metadata znode (format version 3, what 4.x clients write) into the
+//! JSON the Java admin API prints for it (Jackson over `LedgerMetadataImpl`'s getters).
+//!
+//! Znode format (BookKeeper's `LedgerMetadataSerDe`, version 3):
+//! ```text
+//! "BookieMetadataFormatVersion\t3\n" | varint length | LedgerMetadataFormat (protobuf)
+//! ```
+//! `LedgerMetadataFormat` (DataFormats.proto): 1 quorumSize int32 (required),
+//! 2 ensembleSize int32 (required), 3 length int64 (required), 4 lastEntryId int64,
+//! 5 state enum {1 OPEN, 2 IN_RECOVERY, 3 CLOSED} (required), 6 segment repeated
+//! {1 ensembleMember repeated string, 2 firstEntryId int64 (required)}, 7 digestType enum
+//! {1 CRC32, 2 HMAC, 3 CRC32C, 4 DUMMY}, 8 password bytes, 9 ackQuorumSize int32,
+//! 10 ctime int64, 11 customMetadata repeated {1 key string, 2 value bytes}, 12 cToken int64.
+//!
+//! JSON keys (Java's bean names): `ledgerId`, `metadataFormatVersion`, `ensembleSize`,
+//! `writeQuorumSize`, `ackQuorumSize`, `lastEntryId`, `length`, `digestType` (`CRC32`,
+//! `MAC`, `CRC32C`, `DUMMY`), `password` and `customMetadata` values (base64, as Jackson
+//! writes `byte[]`), `state`, `closed`, `ctime`, `ctoken`, `allEnsembles`
+//! (`{"<first entry>": [{"id": "<bookie id>"}, ...]}`). Versions 1 and 2 (text formats of
+//! pre-4.0 clients) are refused with an error, never guessed at.
+
+use serde_json::{json, Map, Value};
+
+/// Header before the format version number.
+const VERSION_KEY: &[u8] = b"BookieMetadataFormatVersion\t";
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct LedgerMetadataFormat {
+    #[prost(int32, required, tag = "1")]
+    quorum_size: i32,
+    #[prost(int32, required, tag = "2")]
+    ensemble_size: i32,
+    #[prost(int64, required, tag = "3")]
+    length: i64,
+    #[prost(int64, optional, tag = "4")]
+    last_entry_id: Option<i64>,
+    #[prost(int32, required, tag = "5")]
+    state: i32,
+    #[prost(message, repeated, tag = "6")]
+    segment: Vec<Segment>,
+    #[prost(int32, optional, tag = "7")]
+    digest_type: Option<i32>,
+    #[prost(bytes = "vec", optional, tag = "8")]
+    password: Option<Vec<u8>>,
+    #[prost(int32, optional, tag = "9")]
+    ack_quorum_size: Option<i32>,
+    #[prost(int64, optional, tag = "10")]
+    ctime: Option<i64>,
+    #[prost(message, repeated, tag = "11")]
+    custom_metadata: Vec<CustomEntry>,
+    #[prost(int64, optional, tag = "12")]
+    c_token: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Segment {
+    #[prost(string, repeated, tag = "1")]
+    ensemble_member: Vec<String>,
+    #[prost(int64, required, tag = "2")]
+    first_entry_id: i64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct CustomEntry {
+    #[prost(string, optional, tag = "1")]
+    key: Option<String>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    value: Option<Vec<u8>>,
+}
+
+/// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
+pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+    let rest = data
+        .strip_prefix(VERSION_KEY)
+        .ok_or("not ledger metadata (no format version header)")?;
+    let nl = rest
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("format version header without a newline")?;
+    let version = std::str::from_utf8(&rest[..nl])
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .ok_or("format version is not a number")?;
+    if version != 3 {
+        return Err(format!(
+            "metadata format version {version} is not supported"
+        ));
+    }
+    let md = <LedgerMetadataFormat as prost::Message>::decode_length_delimited(&rest[nl + 1..])
+        .map_err(|e| format!("ledger metadata protobuf: {e}"))?;
+    let state = match md.state {
+        1 => "OPEN",
+        2 => "IN_RECOVERY",
+        3 => "CLOSED",
+        s => return Err(format!("unknown ledger state {s}")),
+    };
+    let digest = match md.digest_type.unwrap_or(1) {
+        1 => "CRC32",
+        2 => "MAC",
+        3 => "CRC32C",
+        4 => "DUMMY",
+        d => return Err(format!("unknown digest type {d}")),
+    };
+    let mut ensembles = Map::new();
+    for s in &md.segment {
+        let members: Vec<Value> = s
+            .ensemble_member
+            .iter()
+            .map(|m| json!({ "id": m }))
+            .collect();
+        ensembles.insert(s.first_entry_id.to_string(), Value::Array(members));
+    }
+    let mut custom = Map::new();
+    for e in &md.custom_metadata {
+        custom.insert(
+            e.key.clone().unwrap_or_default(),
+            Value::String(base64(e.value.as_deref().unwrap_or_default())),
+        );
+    }
+    Ok(json!({
+        "ledgerId": id,
+        "metadataFormatVersion": version,
+        "ensembleSize": md.ensemble_size,
+        "writeQuorumSize": md.quorum_size,
+        "ackQuorumSize": md.ack_quorum_size.unwrap_or(md.quorum_size),
+        "lastEntryId": md.last_entry_id.unwrap_or(-1),
+        "length": md.length,
+        "digestType": digest,
+        "password": base64(md.password.as_deref().unwrap_or_default()),
+        "state": state,
+        "closed": state == "CLOSED",
+        "ctime": md.ctime.unwrap_or(-1),
+        "ctoken": md.c_token.unwrap_or(0),
+        "customMetadata": custom,
+        "allEnsembles": ensembles,
+    }))
+}
+
+/// Standard base64 with padding (how Jackson writes `byte[]`).
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Encodes metadata as a 4.x client writes it (tests of this module and of the endpoint).
+pub fn encode_for_tests(ensemble: &[&str], closed_at: Option<i64>) -> Vec<u8> {
+    let md = LedgerMetadataFormat {
+        quorum_size: 2,
+        ensemble_size: ensemble.len() as i32,
+        length: closed_at.map_or(0, |e| (e + 1) * 100),
+        last_entry_id: closed_at,
+        state: if closed_at.is_some() { 3 } else { 1 },
+        segment: vec![Segment {
+            ensemble_member: ensemble.iter().map(|s| s.to_string()).collect(),
+            first_entry_id: 0,
+        }],
+        digest_type: Some(3),
+        password: Some(b"pw".to_vec()),
+        ack_quorum_size: Some(2),
+        ctime: Some(1_700_000_000_000),
+        custom_metadata: vec![CustomEntry {
+            key: Some("application".into()),
+            value: Some(b"pulsar".to_vec()),
+        }],
+        c_token: None,
+    };
+    let mut out = b"BookieMetadataFormatVersion\t3\n".to_vec();
+    out.extend(prost::Message::encode_length_delimited_to_vec(&md));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_what_a_client_writes() {
+        let data = encode_for_tests(&["127.0.0.1:3181", "127.0.0.1:3182"], Some(9));
+        let v = to_json(5, &data).unwrap();
+        assert_eq!(v["ledgerId"], 5);
+        assert_eq!(v["state"], "CLOSED");
+        assert_eq!(v["closed"], true);
+        assert_eq!(v["lastEntryId"], 9);
+        assert_eq!(v["digestType"], "CRC32C");
+        assert_eq!(v["password"], "cHc=");
+        assert_eq!(v["customMetadata"]["application"], "cHVsc2Fy");
+        assert_eq!(v["allEnsembles"]["0"][1]["id"], "127.0.0.1:3182");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read() {
+        assert!(to_json(1, b"garbage").is_err());
+        assert!(to_json(1, b"BookieMetadataFormatVersion\t2\nquorumSize: 2\n").is_err());
+        let mut data = encode_for_tests(&["a:1"], None);
+        data.truncate(data.len() - 3);
+        assert!(to_json(1, &data).is_err(), "truncated protobuf");
+    }
+
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+}

@@ -1,0 +1,217 @@
+//! Where the admin API and `/metrics` listen, and the bounded HTTP/1.1 accept loop (hyper)
+//! behind both.
+//!
+//! Ports (decision, as the Java bookie and its Prometheus provider do):
+//! - `httpServerEnabled=true`: one listener on `httpServerHost:httpServerPort` serves the
+//!   whole admin API plus `/metrics` and `/heartbeat` (Java's provider opens no port of its
+//!   own then), so the Helm chart's `httpServerPort=8000` = `prometheusStatsHttpPort=8000`
+//!   is one listener;
+//! - `httpServerEnabled=false`: with statistics on (`enableStatistics`,
+//!   `prometheusStatsHttpEnable`), a metrics-only listener on
+//!   `prometheusStatsHttpAddress:prometheusStatsHttpPort` (`--metrics-port`) serves
+//!   `/metrics` and `/heartbeat`, everything else 404.
+//!
+//! Bounds: at most [`MAX_CONNECTIONS`] connections per listener (others wait in the accept
+//! queue), a request head within [`HEAD_TIMEOUT`] and [`MAX_HEAD_BYTES`], one request per
+//! connection (no keep-alive: probes and scrapes open one each), bodies up to 64 KiB
+//! (mod.rs). The op-stat quantile window is rotated every 60 s while a listener serves
+//! `/metrics`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use super::AdminState;
+use crate::config::BookieConfig;
+use crate::metrics::Metrics;
+
+/// Connections served at once per listener.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Time to receive a request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The quantile window of the op stats (`prometheusStatsLatencyRolloverSeconds`'s default).
+const ROLLOVER: Duration = Duration::from_secs(60);
+
+/// One bound listener and its accept loop.
+pub struct Listener {
+    local_addr: SocketAddr,
+    accept: JoinHandle<()>,
+}
+
+impl Listener {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+/// The listeners the configuration asked for (module docs). Dropping does not stop them;
+/// call [`AdminListeners::shutdown`].
+pub struct AdminListeners {
+    admin: Option<Listener>,
+    metrics_only: Option<Listener>,
+    serves_metrics: bool,
+    rotate: Option<JoinHandle<()>>,
+}
+
+impl AdminListeners {
+    /// The admin API's address (`httpServerEnabled=true`).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(Listener::local_addr)
+    }
+
+    /// The address that serves `/metrics` with statistics on, if any.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        if !self.serves_metrics {
+            return None;
+        }
+        self.metrics_only
+            .as_ref()
+            .or(self.admin.as_ref())
+            .map(Listener::local_addr)
+    }
+
+    /// Stops accepting (a request being answered completes) and rotating.
+    pub fn shutdown(&self) {
+        for l in self.admin.iter().chain(self.metrics_only.iter()) {
+            l.accept.abort();
+        }
+        if let Some(r) = &self.rotate {
+            r.abort();
+        }
+    }
+}
+
+/// Starts what the configuration asks for (module docs); a listener that cannot be bound
+/// is an error naming its key and address.
+pub async fn start_from_config(
+    cfg: &BookieConfig,
+    state: Arc<AdminState>,
+) -> std::io::Result<AdminListeners> {
+    let statistics = cfg.enable_statistics;
+    let admin = if cfg.http_server_enabled {
+        let addr = resolve(
+            "httpServerHost",
+            &cfg.http_server_host,
+            cfg.http_server_port,
+        )
+        .await?;
+        let l = bind("httpServerPort", addr, super::router(state.clone())).await?;
+        tracing::info!(addr = %l.local_addr, "admin HTTP API listening (with /metrics)");
+        Some(l)
+    } else {
+        None
+    };
+    let metrics_only = if !cfg.http_server_enabled && statistics && cfg.prometheus_stats_http_enable
+    {
+        let addr = resolve(
+            "prometheusStatsHttpAddress",
+            &cfg.prometheus_stats_http_address,
+            cfg.prometheus_stats_http_port,
+        )
+        .await?;
+        let l = bind(
+            "prometheusStatsHttpPort",
+            addr,
+            super::metrics_router(state.clone()),
+        )
+        .await?;
+        tracing::info!(addr = %l.local_addr, "metrics endpoint listening");
+        Some(l)
+    } else {
+        None
+    };
+    let serves_metrics = statistics && (admin.is_some() || metrics_only.is_some());
+    let rotate = serves_metrics.then(|| spawn_rotation(state.metrics.clone(), ROLLOVER));
+    Ok(AdminListeners {
+        admin,
+        metrics_only,
+        serves_metrics,
+        rotate,
+    })
+}
+
+/// A metrics-only listener on `addr` (tests, embedders), rotating every `rollover`.
+pub async fn serve_metrics(
+    state: Arc<AdminState>,
+    addr: SocketAddr,
+    rollover: Duration,
+) -> std::io::Result<AdminListeners> {
+    let l = bind("metrics", addr, super::metrics_router(state.clone())).await?;
+    Ok(AdminListeners {
+        admin: None,
+        metrics_only: Some(l),
+        serves_metrics: true,
+        rotate: Some(spawn_rotation(state.metrics.clone(), rollover)),
+    })
+}
+
+fn spawn_rotation(metrics: Metrics, every: Duration) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
+        tick.tick().await; // the first tick is immediate
+        loop {
+            tick.tick().await;
+            metrics.rotate();
+        }
+    })
+}
+
+async fn resolve(key: &str, host: &str, port: u16) -> std::io::Result<SocketAddr> {
+    tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{key} {host}: {e}")))?
+        .next()
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{key}: cannot resolve {host}"),
+            )
+        })
+}
+
+/// Binds `addr` and serves `router` on it until aborted.
+pub async fn bind(key: &str, addr: SocketAddr, router: Router) -> std::io::Result<Listener> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{key} {addr}: {e}")))?;
+    let local_addr = listener.local_addr()?;
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let accept = tokio::spawn(async move {
+        loop {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, %local_addr, "HTTP accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let service = TowerToHyperService::new(router.clone());
+            tokio::spawn(async move {
+                let _permit = permit;
+                let mut builder = hyper::server::conn::http1::Builder::new();
+                builder
+                    .keep_alive(false)
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEAD_TIMEOUT)
+                    .max_buf_size(MAX_HEAD_BYTES);
+                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "HTTP connection failed");
+                }
+            });
+        }
+    });
+    Ok(Listener { local_addr, accept })
+}

@@ -1,0 +1,136 @@
+//! The admin API's ZooKeeper reads: children, data and existence of one node, each bounded
+//! by the bookie's `zkTimeout`, through the registration's current session (so an endpoint
+//! sees what the bookie's own registration sees). Read-only: nothing here writes.
+//!
+//! A missing node is `Ok(None)`, distinct from a failed or timed-out read (`Err`), so no
+//! endpoint reads "no answer" as "nothing there".
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use super::AdminState;
+
+/// One session's client, the ledgers root and the per-call bound.
+pub(super) struct Zk {
+    client: zk::Client,
+    root: String,
+    timeout: Duration,
+}
+
+impl Zk {
+    /// `None` when there is no registration (standalone, or not connected yet).
+    pub(super) fn of(state: &AdminState) -> Option<Result<Zk, String>> {
+        let reg = state.registration()?;
+        Some(
+            reg.client()
+                .map(|client| Zk {
+                    client,
+                    root: reg.ledgers_root().trim_end_matches('/').to_string(),
+                    timeout: state.zk_timeout(),
+                })
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    /// `<ledgers root>/<rel>` (`rel` without a leading slash; empty for the root).
+    pub(super) fn path(&self, rel: &str) -> String {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            format!("{}/{rel}", self.root)
+        }
+    }
+
+    pub(super) fn root(&self) -> &str {
+        &self.root
+    }
+
+    pub(super) fn client(&self) -> &zk::Client {
+        &self.client
+    }
+
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        path: &str,
+        fut: impl std::future::Future<Output = Result<T, zk::Error>>,
+    ) -> Result<Option<T>, String> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(v)) => Ok(Some(v)),
+            Ok(Err(zk::Error::NoNode)) => Ok(None),
+            Ok(Err(e)) => Err(format!("{what} {path}: {e}")),
+            Err(_) => Err(format!("{what} {path}: timed out after {:?}", self.timeout)),
+        }
+    }
+
+    pub(super) async fn children(&self, path: &str) -> Result<Option<Vec<String>>, String> {
+        self.bounded("list", path, self.client.list_children(path))
+            .await
+    }
+
+    pub(super) async fn data(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(self
+            .bounded("get", path, self.client.get_data(path))
+            .await?
+            .map(|(data, _stat)| data))
+    }
+
+    pub(super) async fn exists(&self, path: &str) -> Result<bool, String> {
+        Ok(self
+            .bounded("stat", path, self.client.check_stat(path))
+            .await?
+            .flatten()
+            .is_some())
+    }
+
+    /// Writable bookies (`available/*` less `readonly`) and read-only ones
+    /// (`available/readonly/*`), each sorted.
+    pub(super) async fn bookies(&self) -> Result<(Vec<String>, Vec<String>), String> {
+        let mut rw = self
+            .children(&self.path("available"))
+            .await?
+            .unwrap_or_default();
+        rw.retain(|c| c != "readonly");
+        let mut ro = self
+            .children(&self.path("available/readonly"))
+            .await?
+            .unwrap_or_default();
+        rw.sort();
+        ro.sort();
+        Ok((rw, ro))
+    }
+
+    /// The elected auditor's bookie id (`underreplication/auditorelection`, the vote with
+    /// the lowest sequence number, its text-format `bookieId: "..."`), `None` if none.
+    pub(super) async fn auditor(&self) -> Result<Option<String>, String> {
+        let election = self.path("underreplication/auditorelection");
+        let Some(mut votes) = self.children(&election).await? else {
+            return Ok(None);
+        };
+        votes.sort_by_key(|v| {
+            v.rsplit('_')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(u64::MAX)
+        });
+        let Some(first) = votes.first() else {
+            return Ok(None);
+        };
+        let path = format!("{election}/{first}");
+        let Some(data) = self.data(&path).await? else {
+            return Ok(None);
+        };
+        parse_vote(&String::from_utf8_lossy(&data))
+            .map(Some)
+            .ok_or_else(|| format!("{path}: no bookieId in the auditor vote"))
+    }
+}
+
+/// The `bookieId` of an `AuditorVoteFormat` in protobuf text format (`bookieId: "h:p"`).
+pub(super) fn parse_vote(text: &str) -> Option<String> {
+    let rest = &text[text.find("bookieId")? + "bookieId".len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
+}
