@@ -6,6 +6,7 @@
 //! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
 //! 3. port bound, requests served (recorded by `request_metrics`); background flusher
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
+//!    read-only), the journal-disk watcher (`journal_space`: a full journal disk ->
 //!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
 //! 4. registration in ZooKeeper (writable, or read-only when forced);
 //! 5. on SIGTERM/SIGINT: stop reading requests and drain the ones in flight, flush +
@@ -144,6 +145,10 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         bookie.clone(),
         DiskMonitorConfig::from_config(&cfg),
     ));
+    let journal_space = tokio::spawn(crate::journal_space::journal_space_watcher(
+        storage.clone(),
+        bookie.clone(),
+    ));
     let gc = registration.as_ref().map(|reg| {
         tokio::spawn(gc::gc_loop(
             storage.clone(),
@@ -193,6 +198,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         tracing::warn!("requests still in flight after the drain timeout");
     }
     monitor.abort();
+    journal_space.abort();
     if let Some(gc) = gc {
         gc.abort();
     }

@@ -144,7 +144,17 @@ pub(crate) fn open_dir(
     let w = walked?;
     resynced?;
     if !created {
-        replay::write_checkpoint(d, dir, ckpt, config.direct_io)?;
+        match replay::write_checkpoint(d, dir, ckpt, config.direct_io) {
+            Ok(()) => {}
+            // A full file system: the file read above stays, and syncing the directory
+            // makes its name durable, which is what rewriting it is for.
+            Err(JournalError::NoSpace(reason)) => {
+                tracing::warn!(dir = %dir.display(), "checkpoint not rewritten at open: {reason}");
+                d.sync_dir(dir)
+                    .map_err(|e| JournalError::io("sync journal directory", dir, e))?;
+            }
+            Err(e) => return Err(e),
+        }
     }
 
     let mut files = SegmentFiles {
