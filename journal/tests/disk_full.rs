@@ -127,14 +127,12 @@ fn enospc_at_preallocation_refuses_appends_until_space_returns() {
     // Space returns: the journal notices by itself and accepts appends again.
     set_capacity(&fs, None);
     wait_until("the journal to have space again", || !j.is_disk_full());
-    let mut k = first_refused + 5;
-    for _ in 0..50 {
+    for k in first_refused + 5..first_refused + 55 {
         let d = data(k, 3000);
         j.append_entry(1, k, d.clone())
             .wait()
             .expect("append after space returned");
         acked.insert(k, d);
-        k += 1;
     }
     j.shutdown();
     let (j, _, recs) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
