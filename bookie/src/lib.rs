@@ -24,6 +24,7 @@ pub mod gc;
 pub mod gc_scan;
 pub mod gc_trigger;
 pub mod handlers;
+pub mod journal_space;
 pub mod metrics;
 pub mod mode;
 pub mod node;

@@ -8,6 +8,7 @@
 //! 2. storage: entry log opened, journal replayed into it, flushed, checkpointed;
 //! 3. port bound, requests served (recorded by `request_metrics`); background flusher
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
+//!    read-only), the journal-disk watcher (`journal_space`: a full journal disk ->
 //!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
 //! 4. registration in ZooKeeper (writable, or read-only when forced); from here the admin
 //!    API's `is_ready` answers 200;
@@ -274,6 +275,10 @@ async fn serve(
         DiskMonitorConfig::from_config(&cfg),
     ));
     let maintenance = Cancel::new();
+    let journal_space = tokio::spawn(crate::journal_space::journal_space_watcher(
+        storage.clone(),
+        bookie.clone(),
+    ));
     let gc = registration.as_ref().map(|reg| {
         tokio::spawn(gc::gc_loop(
             storage.clone(),
@@ -332,6 +337,7 @@ async fn serve(
     // Maintenance first: a compaction or GC pass holds the entry log open, and closing
     // it would wait for the pass (at its configured rate, minutes).
     maintenance.cancel();
+    journal_space.abort();
     if let Some(gc) = gc {
         gc.abort();
     }

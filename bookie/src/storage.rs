@@ -13,7 +13,10 @@
 //!   durable (docs/durability.md).
 //! - **A failed fsync is fatal.** A journal or flush failure is logged with its reason and
 //!   goes to the [`FatalHandler`] (the binary exits non-zero); nothing retries an fsync.
-//! - **A full ledger disk is not.** A flush that fails for lack of space (ENOSPC, EDQUOT,
+//!   A full journal disk is not such a failure: `JournalError::NoSpace` means the record
+//!   was not written (answered EREADONLY) and a checkpoint that found no space leaves the
+//!   journal untrimmed (docs/semantics.md §14).
+//! - **Nor is a full ledger disk.** A flush that fails for lack of space (ENOSPC, EDQUOT,
 //!   or no directory with room for the next segment) leaves its entries in the write cache
 //!   and the journal (no checkpoint is taken past them), the entry log reports read-only
 //!   (the bookie's `LedgerDisksFull`), and the flusher retries later; docs/semantics.md §14.
@@ -123,6 +126,12 @@ impl From<bk_entrylog::Error> for StorageError {
 impl StorageError {
     /// True when the entry log is closed or the journal shut down (orderly shutdown):
     /// background loops stop on it instead of logging a failure.
+    /// True when the journal refused for lack of space: the record was not written, or
+    /// the checkpoint not persisted; nothing was lost and the journal recovers by itself.
+    pub fn is_journal_no_space(&self) -> bool {
+        matches!(self, StorageError::Journal(e) if e.is_no_space())
+    }
+
     pub fn is_shut_down(&self) -> bool {
         match self {
             StorageError::EntryLog(e) => matches!(**e, bk_entrylog::Error::Closed),
@@ -354,14 +363,17 @@ impl Store {
     }
 
     /// Appends a journal record; a journal failure is reported to the fatal handler as
-    /// well as returned (the caller answers EIO, the process then exits).
+    /// well as returned (the caller answers EIO, the process then exits), except a full
+    /// journal disk (the record was not written; the caller answers EREADONLY).
     pub fn journal(&self, record: JournalRecord, ack: AckMode) -> Durable {
         let fut = self.journal.append(record, ack);
         let fatal = self.fatal.clone();
         Box::pin(async move {
             let result = fut.await;
             if let Err(e) = &result {
-                fatal(&format!("journal append failed: {e}"));
+                if !e.is_journal_no_space() {
+                    fatal(&format!("journal append failed: {e}"));
+                }
             }
             result
         })
@@ -380,7 +392,14 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()?;
             self.storage.flush()?;
             for (c, mark) in self.checkpointers.iter().zip(marks) {
-                c.checkpoint(&mark)?;
+                match c.checkpoint(&mark) {
+                    // The entry log is durable; the journal keeps its records (not
+                    // trimmed) until a later checkpoint finds space. Nothing is lost.
+                    Err(e) if e.is_journal_no_space() => {
+                        tracing::warn!(error = %e, "journal checkpoint deferred: journal disk full")
+                    }
+                    r => r?,
+                }
             }
             Ok(())
         })();

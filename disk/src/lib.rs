@@ -34,6 +34,12 @@
 //! - operations in flight together have no defined order: an `Fdatasync` covers only
 //!   writes already *completed* (reaped) when it was submitted — use `WriteDatasync`
 //!   or reap the write first;
+//! - **ENOSPC/EDQUOT from a `WriteDatasync` means its write half failed**, so no sync
+//!   was issued and nothing of it was made durable ([`is_no_space`] tells): when the
+//!   sync half fails with ENOSPC/EDQUOT (writeback found no space, the kernel may have
+//!   dropped the pages) the completion carries an error that names the fdatasync and
+//!   is not "no space" (kind `Other`), so a caller that treats "no space" as
+//!   recoverable never mistakes a failed sync for one (ARCHITECTURE.md invariant 3);
 //! - submit refuses a `FileId` that is not open (EBADF) and a `Read` whose `len`
 //!   exceeds its buffer (EINVAL); `close` refuses while that file has operations
 //!   not yet reaped (EBUSY); at most the queue depth (default [`DEFAULT_QUEUE_DEPTH`])
@@ -65,6 +71,29 @@ pub use small_file::{
     read_small_file, read_small_text, replace_file, ReplaceError, ReplaceStep, TooLarge,
 };
 pub use syscall::SyscallDisk;
+
+/// True when `e` is the file system running out of space or quota (ENOSPC, EDQUOT).
+/// From a `Write`, `Fallocate`, `open`/`rename` or a `WriteDatasync` it means the
+/// operation changed nothing durable (the module invariants); a failed sync never
+/// answers true.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        || matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        )
+}
+
+/// The error a backend reports for the failed sync half of a `WriteDatasync`: as the
+/// OS gave it, except that "no space" becomes an error naming the fdatasync (module
+/// invariants), so it is never taken for a write that changed nothing.
+pub(crate) fn sync_half_error(e: io::Error) -> io::Error {
+    if is_no_space(&e) {
+        io::Error::other(format!("fdatasync after the write failed: {e}"))
+    } else {
+        e
+    }
+}
 pub use uring::UringDisk;
 
 /// Default bound on operations submitted and not yet reaped, per disk instance. When

@@ -109,7 +109,7 @@ fn run_op(file: &File, op: Op) -> Completion {
         Op::Write { offset, buf, .. } => (write_all_at(file, buf.as_slice(), offset), Some(buf)),
         Op::WriteDatasync { offset, buf, .. } => {
             let r = write_all_at(file, buf.as_slice(), offset)
-                .and_then(|n| file.sync_data().map(|()| n));
+                .and_then(|n| file.sync_data().map(|()| n).map_err(crate::sync_half_error));
             (r, Some(buf))
         }
         Op::Read {

@@ -287,7 +287,7 @@ fn finish(mut slot: Slot) -> Completion {
                 // deferred one is not issued): EIO.
                 Err(errno(libc::EIO))
             } else if slot.second < 0 {
-                Err(err(slot.second))
+                Err(crate::sync_half_error(err(slot.second)))
             } else {
                 Ok(slot.written)
             }

@@ -19,7 +19,18 @@
 //!   records, except that a single record larger than the cap forms a group alone;
 //! - groups start at sector-aligned offsets, never overlap, and never cross the end
 //!   of a segment (a group that does not fit goes to offset 0 of the next segment);
-//!   no byte of an acknowledged group is ever rewritten.
+//!   no byte of an acknowledged group is ever rewritten;
+//! - a group the driver reports as "no space" ([`GroupCommit::no_space`]: its segment
+//!   could not be prepared, or its write failed with ENOSPC before any sync) is acked
+//!   with `NoSpace`, never `Ok`, and so is every pending append; the log then resumes
+//!   at offset 0 of a fresh segment chained to the last *durable* group (`prev_seq` =
+//!   its last seq; the failed seqs are skipped, as after a crash), so the bytes of the
+//!   failed group are never overwritten and replay sees the same shape as after a
+//!   crash. Until [`GroupCommit::clear_no_space`] every append is acked `NoSpace`;
+//! - segments may be shorter than `segment_bytes` (a full file system): the driver
+//!   tells the length of the file it opened ([`GroupCommit::set_segment_len`]); a
+//!   group cut for a new segment assumes `segment_bytes`, and the driver opens a file
+//!   at least as long as that group.
 //!
 //! A record may come pre-encoded as a group of its own ([`GroupCommit::append_encoded`],
 //! done by the journal for records larger than `group_bytes_max` on the appender's
@@ -85,6 +96,8 @@ pub enum CommitError {
     Fatal(Arc<str>),
     /// The record cannot be written (too large for a segment).
     TooLarge { payload_len: usize, max: usize },
+    /// The journal's file system is full: the record was not written (not fatal).
+    NoSpace(Arc<str>),
 }
 
 /// One acknowledgement.
@@ -162,6 +175,11 @@ pub struct GroupCommit<T> {
     next_group_id: u64,
     spare_buf: Option<AlignedBuf>,
     flush_now: bool,
+    /// Length of the file of the segment at `position` (`segment_bytes` until the
+    /// driver says otherwise).
+    segment_len: u64,
+    /// Set while the driver waits for space: every append is acked `NoSpace`.
+    no_space: Option<Arc<str>>,
 }
 
 impl<T> GroupCommit<T> {
@@ -172,6 +190,7 @@ impl<T> GroupCommit<T> {
         );
         assert!((start.position.offset as usize).is_multiple_of(SECTOR));
         assert!(start.next_seq > start.prev_seq);
+        let cfg_segment_bytes = cfg.segment_bytes;
         GroupCommit {
             cfg,
             pending: VecDeque::new(),
@@ -187,6 +206,8 @@ impl<T> GroupCommit<T> {
             next_group_id: 1,
             spare_buf: None,
             flush_now: false,
+            segment_len: cfg_segment_bytes,
+            no_space: None,
         }
     }
 
@@ -213,6 +234,11 @@ impl<T> GroupCommit<T> {
     ) -> Result<Seq, CommitError> {
         if let Some(reason) = &self.failed {
             let e = CommitError::Fatal(reason.clone());
+            self.push_ack(token, Err(e.clone()), now, 0);
+            return Err(e);
+        }
+        if let Some(reason) = &self.no_space {
+            let e = CommitError::NoSpace(reason.clone());
             self.push_ack(token, Err(e.clone()), now, 0);
             return Err(e);
         }
@@ -253,6 +279,11 @@ impl<T> GroupCommit<T> {
     pub fn barrier(&mut self, token: T, now: Instant) {
         if let Some(reason) = &self.failed {
             let e = CommitError::Fatal(reason.clone());
+            self.push_ack(token, Err(e), now, 0);
+            return;
+        }
+        if let Some(reason) = &self.no_space {
+            let e = CommitError::NoSpace(reason.clone());
             self.push_ack(token, Err(e), now, 0);
             return;
         }
@@ -334,7 +365,7 @@ impl<T> GroupCommit<T> {
 
     /// Returns the next group to write, if one should be written now.
     pub fn poll(&mut self, now: Instant) -> Option<GroupWrite> {
-        if self.failed.is_some() {
+        if self.failed.is_some() || self.no_space.is_some() {
             return None;
         }
         self.ack_leading_barriers();
@@ -382,13 +413,15 @@ impl<T> GroupCommit<T> {
     /// Chooses the group's records (caps, segment fit) and encodes it.
     fn cut(&mut self) -> GroupWrite {
         let seg = self.cfg.segment_bytes;
-        let (mut take_items, mut records, mut bytes) = self.choose(seg - self.position.offset);
+        let left = self.segment_len.saturating_sub(self.position.offset);
+        let (mut take_items, mut records, mut bytes) = self.choose(left);
         if records == 0 {
             // The first record does not fit in what is left of this segment.
             self.position = LogPosition {
                 segment: self.position.segment + 1,
                 offset: 0,
             };
+            self.segment_len = seg;
             (take_items, records, bytes) = self.choose(seg);
             assert!(records > 0, "a record larger than a segment passed append");
         }
@@ -541,6 +574,103 @@ impl<T> GroupCommit<T> {
                 self.fail(reason);
             }
         }
+    }
+
+    /// Reports that group `id` (in flight) was not written for lack of space: its
+    /// segment could not be prepared, or its write failed with ENOSPC/EDQUOT before
+    /// any sync, so none of it is durable. Its appends and every pending one are acked
+    /// `NoSpace` (never `Ok`); writing resumes at offset 0 of `resume_segment` chained
+    /// to the last durable group; every later append is acked `NoSpace` until
+    /// [`GroupCommit::clear_no_space`]. `buf` (the group's buffer) is kept for reuse.
+    pub fn no_space(
+        &mut self,
+        id: u64,
+        reason: String,
+        resume_segment: u64,
+        buf: Option<AlignedBuf>,
+    ) {
+        let fl = match self.in_flight.take() {
+            Some(fl) if fl.id == id => fl,
+            other => {
+                self.in_flight = other;
+                self.fail(format!(
+                    "no-space report for group {id}, not the one in flight"
+                ));
+                return;
+            }
+        };
+        if let Some(b) = buf {
+            self.spare_buf = Some(b);
+        }
+        let reason: Arc<str> = reason.into();
+        let e = CommitError::NoSpace(reason.clone());
+        for (token, r, enq, b) in fl.items {
+            let r = match r {
+                Err(rejected) => Err(rejected),
+                Ok(_) => Err(e.clone()),
+            };
+            self.push_ack(token, r, enq, b);
+        }
+        while let Some(item) = self.pending.pop_front() {
+            match item {
+                Item::Record {
+                    token,
+                    enqueued,
+                    rec,
+                    ..
+                } => {
+                    let b = format::record_encoded_len(&rec);
+                    self.push_ack(token, Err(e.clone()), enqueued, b)
+                }
+                Item::Barrier {
+                    token, enqueued, ..
+                } => self.push_ack(token, Err(e.clone()), enqueued, 0),
+                Item::Rejected {
+                    error,
+                    token,
+                    enqueued,
+                } => self.push_ack(token, Err(error), enqueued, 0),
+            }
+        }
+        self.pending_records = 0;
+        self.pending_record_bytes = 0;
+        self.prev_seq = self.durable_seq;
+        debug_assert!(resume_segment >= self.position.segment);
+        self.position = LogPosition {
+            segment: resume_segment,
+            offset: 0,
+        };
+        self.segment_len = self.cfg.segment_bytes;
+        self.no_space = Some(reason);
+    }
+
+    /// Refuses appends for lack of space with nothing in flight or pending (a driver
+    /// that found no segment to write into at start-up).
+    pub fn refuse_for_space(&mut self, reason: String) {
+        debug_assert!(self.is_idle());
+        self.no_space = Some(reason.into());
+    }
+
+    /// Space is back: appends are accepted again.
+    pub fn clear_no_space(&mut self) {
+        self.no_space = None;
+    }
+
+    /// The reason appends are refused for lack of space, while they are.
+    pub fn no_space_reason(&self) -> Option<&Arc<str>> {
+        self.no_space.as_ref()
+    }
+
+    /// The length of the file of the segment the next group goes to, as opened by
+    /// the driver (at least the bytes already written into it).
+    pub fn set_segment_len(&mut self, len: u64) {
+        debug_assert!(len >= self.position.offset);
+        self.segment_len = len.max(self.position.offset);
+    }
+
+    /// Length of the current segment's file (see [`GroupCommit::set_segment_len`]).
+    pub fn segment_len(&self) -> u64 {
+        self.segment_len
     }
 
     /// Stops the journal: the in-flight group and every pending append are acked

@@ -29,6 +29,13 @@ pub struct JournalConfig {
     /// `journalMaxSizeMB` scaled down (default 128 MiB): size of every segment file,
     /// a multiple of 4096. Also bounds a record: payload <= segment_bytes - 76.
     pub segment_bytes: u64,
+    /// `journalPreAllocSizeMB` (default 16 MiB): the smallest segment file made when
+    /// the journal's file system has no room for a `segment_bytes` one (a journal
+    /// directory smaller than two segments then runs with shorter segments). Capped
+    /// at `segment_bytes`; a file is never shorter than the group written into it.
+    pub segment_bytes_min: u64,
+    /// How often a journal waiting for space retries making a segment (default 1 s).
+    pub no_space_retry: Duration,
     /// `journalMaxMemorySizeMb` (default 64 MiB): bytes admitted and not yet
     /// acknowledged, per journal directory; beyond it appends wait.
     pub in_flight_bytes_max: usize,
@@ -49,6 +56,8 @@ impl Default for JournalConfig {
             group_bytes_max: 512 * 1024,
             group_records_max: 0,
             segment_bytes: 128 << 20,
+            segment_bytes_min: 16 << 20,
+            no_space_retry: Duration::from_secs(1),
             in_flight_bytes_max: 64 << 20,
             queue_records_max: 10_000,
             free_segments_max: 2,
@@ -68,6 +77,9 @@ impl JournalConfig {
         if self.segment_bytes > u32::MAX as u64 {
             return bad("segment_bytes must be below 4 GiB");
         }
+        if !self.segment_bytes_min.is_multiple_of(SECTOR as u64) || self.segment_bytes_min == 0 {
+            return bad("segment_bytes_min must be a non-zero multiple of 4096");
+        }
         if self.group_bytes_max == 0 || self.in_flight_bytes_max == 0 || self.queue_records_max == 0
         {
             return bad("group_bytes_max, in_flight_bytes_max and queue_records_max must be > 0");
@@ -78,6 +90,11 @@ impl JournalConfig {
     /// Largest record payload accepted.
     pub fn record_payload_max(&self) -> usize {
         self.commit_config(0).record_payload_max()
+    }
+
+    /// The smallest segment file made when space is short (see `segment_bytes_min`).
+    pub(crate) fn segment_min(&self) -> u64 {
+        self.segment_bytes_min.min(self.segment_bytes)
     }
 
     pub(crate) fn commit_config(&self, journal_id: u64) -> GroupCommitConfig {

@@ -4,6 +4,10 @@
 //! Invariant: a [`JournalError::Fatal`] is sticky. Once a committer has seen a failed
 //! write or fdatasync, every pending and every later append of that journal directory
 //! fails with the same `Fatal` (the reason is logged once, where it happened).
+//! A [`JournalError::NoSpace`] is not sticky: it answers the appends of a group whose
+//! segment could not be prepared or whose write failed with ENOSPC/EDQUOT before any
+//! sync (nothing of it is durable, nothing is acknowledged), and every append while
+//! the directory waits for space; appends are accepted again once space returns.
 
 use std::io;
 use std::path::PathBuf;
@@ -59,6 +63,13 @@ pub enum JournalError {
     /// The bookie must exit.
     #[error("journal stopped after a fatal I/O failure: {0}")]
     Fatal(Arc<str>),
+    /// The journal's file system is full (ENOSPC/EDQUOT where nothing was made
+    /// durable: a segment's preallocation, a write before its sync, a checkpoint's
+    /// temporary file). The append was NOT written and never will be: the caller may
+    /// retry elsewhere. The journal retries by itself and accepts appends again when
+    /// space returns (docs/semantics.md §14). Not fatal.
+    #[error("journal disk full, record not written: {0}")]
+    NoSpace(Arc<str>),
     /// The journal was shut down before the request was served.
     #[error("journal is shut down")]
     ShutDown,
@@ -83,5 +94,22 @@ impl JournalError {
     /// True for errors that mean "the journal no longer acknowledges anything".
     pub fn is_fatal(&self) -> bool {
         matches!(self, JournalError::Fatal(_))
+    }
+
+    /// True for [`JournalError::NoSpace`]: nothing was written, the journal recovers
+    /// by itself when space returns.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, JournalError::NoSpace(_))
+    }
+
+    /// A "no space" I/O failure of an operation that changed nothing durable
+    /// (`bk_disk::is_no_space`) becomes `NoSpace`; anything else stays `Io`.
+    pub(crate) fn alloc(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        let path = path.into();
+        if bk_disk::is_no_space(&source) {
+            JournalError::NoSpace(format!("{op} {}: {source}", path.display()).into())
+        } else {
+            JournalError::io(op, path, source)
+        }
     }
 }

@@ -16,7 +16,9 @@
 //! - the committer channel never holds more than `queue_records_max` appends plus a
 //!   few control messages, so a `try_send` of an admitted append never finds it full;
 //! - once a committer failed, its admission is closed with the `Fatal` error: every
-//!   waiting and later append fails with it.
+//!   waiting and later append fails with it;
+//! - while a committer waits for space its admission refuses with `NoSpace` (waiting
+//!   appends too), and accepts again once it has a segment to write into.
 
 use crate::commit::GroupCommit;
 use crate::committer::{CkptWriter, Committer, Msg, Token};
@@ -27,6 +29,7 @@ use crate::metrics::JournalMetrics;
 use crate::open::open_dir;
 use crate::record::{Record, MASTER_KEY_LEN};
 use crate::replay::{Replay, ReplayedRecord};
+use crate::space::SpaceState;
 use crate::{journal_index_for, Seq};
 use bk_disk::AlignedBuf;
 use bk_disk::Disk;
@@ -69,6 +72,8 @@ struct AdmState {
     used_records: usize,
     waiting: VecDeque<Waiting>,
     closed: Option<JournalError>,
+    /// Set while the committer waits for space (not sticky, unlike `closed`).
+    refusing: Option<JournalError>,
 }
 
 /// The admission budget of one journal directory (see the module docs).
@@ -135,6 +140,12 @@ impl Admission {
             msg.fail(e);
             return None;
         }
+        if let Some(e) = &st.refusing {
+            let e = e.clone();
+            drop(st);
+            msg.fail(e);
+            return None;
+        }
         if st.waiting.is_empty() && self.fits(&st, charge) {
             st.used_bytes += charge;
             st.used_records += 1;
@@ -166,7 +177,7 @@ impl Admission {
         st.used_bytes = st.used_bytes.saturating_sub(bytes);
         st.used_records = st.used_records.saturating_sub(records);
         while let Some(w) = st.waiting.front() {
-            if st.closed.is_some() || !self.fits(&st, w.charge) {
+            if st.closed.is_some() || st.refusing.is_some() || !self.fits(&st, w.charge) {
                 break;
             }
             let Some(mut w) = st.waiting.pop_front() else {
@@ -180,6 +191,25 @@ impl Admission {
             }
         }
         self.gauges(&st);
+    }
+
+    /// While `err` is Some, refuses every waiting and later append with it (the
+    /// committer waits for space); None accepts appends again.
+    pub(crate) fn refuse(&self, err: Option<JournalError>) {
+        let waiting: Vec<Waiting> = {
+            let mut st = self.state.lock();
+            st.refusing = err.clone();
+            if err.is_some() {
+                st.waiting.drain(..).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        if let Some(err) = err {
+            for w in waiting {
+                w.msg.fail(err.clone());
+            }
+        }
     }
 
     /// Refuses every waiting and later append with `err`.
@@ -263,6 +293,7 @@ struct DirHandle {
 pub struct Journal {
     dirs: Vec<DirHandle>,
     config: JournalConfig,
+    space: Arc<SpaceState>,
 }
 
 /// The committer of one journal directory when the caller drives it
@@ -346,6 +377,7 @@ impl Journal {
             let disk = disks(i).map_err(|e| JournalError::io("create disk", dir, e))?;
             opened.push(open_dir(disk, i, dir, &config, visit)?);
         }
+        let space = SpaceState::new(dirs.len());
         let mut replay = Replay::default();
         let mut handles = Vec::with_capacity(dirs.len());
         let mut drivers = Vec::new();
@@ -362,6 +394,7 @@ impl Journal {
                     used_records: 0,
                     waiting: VecDeque::new(),
                     closed: None,
+                    refusing: None,
                 }),
                 bytes_max: config.in_flight_bytes_max,
                 records_max: config.queue_records_max,
@@ -380,7 +413,8 @@ impl Journal {
             } else {
                 None
             };
-            let committer = Committer::new(
+            let no_space = o.no_space.clone();
+            let mut committer = Committer::new(
                 i,
                 o.replay.dir.clone(),
                 o.disk,
@@ -394,7 +428,12 @@ impl Journal {
                 metrics.clone(),
                 config.direct_io,
                 ckpt,
+                space.clone(),
+                config.no_space_retry,
             );
+            if let Some(reason) = no_space {
+                committer.start_waiting_for_space(reason);
+            }
             let thread = if threads {
                 Some(
                     std::thread::Builder::new()
@@ -418,6 +457,7 @@ impl Journal {
             Journal {
                 dirs: handles,
                 config,
+                space,
             },
             replay,
             drivers,
@@ -446,6 +486,18 @@ impl Journal {
 
     pub fn config(&self) -> &JournalConfig {
         &self.config
+    }
+
+    /// True while some journal directory waits for space: its appends fail with
+    /// [`JournalError::NoSpace`] (not written), and it accepts them again by itself
+    /// once a segment can be prepared (space freed, or a checkpoint recycled one).
+    pub fn is_disk_full(&self) -> bool {
+        self.space.is_full()
+    }
+
+    /// Follows [`Journal::is_disk_full`]: every change is sent, in order.
+    pub fn disk_full_changes(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.space.subscribe()
     }
 
     /// Appends `record` to the journal of `ledger`. Never blocks: the returned

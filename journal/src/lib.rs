@@ -19,12 +19,16 @@
 //! - [`journal`]: the runtime API the bookie calls ([`Journal`]);
 //! - `config`: [`JournalConfig`] (the bookie maps the stock keys onto it);
 //! - `open`: opening one directory (replay, resync, recycle, where to resume);
+//! - `space`: whether a directory waits for space (a full file system is not fatal);
 //! - [`metrics`]: counters and histograms the bookie exports;
 //! - `fuzz_support`: the fuzz harnesses (also run on stable by a property test).
 //!
 //! Invariants (see each module for its own):
 //! - never acknowledge before the fdatasync of the group holding the record;
-//! - a failed write or fdatasync is fatal: nothing is acknowledged after it;
+//! - a failed write or fdatasync is fatal: nothing is acknowledged after it, except
+//!   "no space" (ENOSPC/EDQUOT) where nothing was made durable (a segment's
+//!   preallocation, a write before its sync): those appends fail with
+//!   `JournalError::NoSpace`, never acknowledged, and the journal waits for space;
 //! - every queue is bounded (admission budget in bytes and records);
 //! - replay never takes mid-log corruption for the end of the log.
 
@@ -41,6 +45,7 @@ mod open;
 pub mod record;
 pub mod replay;
 mod segments;
+mod space;
 
 /// The `bytes` crate the API is expressed in (re-exported for callers without it).
 pub use bytes;

@@ -4,7 +4,9 @@
 //!
 //! Invariants: nothing is written after the replayed log before the last replayed
 //! group and the checkpoint file were re-persisted (see `replay::resync_last_group`);
-//! writing always resumes at offset 0 of a segment id above every existing one.
+//! writing always resumes at offset 0 of a segment id above every existing one; a
+//! full file system does not stop the open (replay only reads): when no segment can
+//! be prepared for writing, the journal starts waiting for space (`Opened::no_space`).
 
 use crate::commit::{LogPosition, Start};
 use crate::config::JournalConfig;
@@ -26,6 +28,9 @@ pub(crate) struct Opened {
     pub start: Start,
     pub journal_id: u64,
     pub mark: Seq,
+    /// Set when no segment could be prepared for lack of space: the committer starts
+    /// refusing appends (`NoSpace`) and retries until space returns.
+    pub no_space: Option<String>,
 }
 
 fn corruption(path: &Path, reason: String) -> JournalError {
@@ -139,12 +144,23 @@ pub(crate) fn open_dir(
     let w = walked?;
     resynced?;
     if !created {
-        replay::write_checkpoint(d, dir, ckpt, config.direct_io)?;
+        match replay::write_checkpoint(d, dir, ckpt, config.direct_io) {
+            Ok(()) => {}
+            // A full file system: the file read above stays, and syncing the directory
+            // makes its name durable, which is what rewriting it is for.
+            Err(JournalError::NoSpace(reason)) => {
+                tracing::warn!(dir = %dir.display(), "checkpoint not rewritten at open: {reason}");
+                d.sync_dir(dir)
+                    .map_err(|e| JournalError::io("sync journal directory", dir, e))?;
+            }
+            Err(e) => return Err(e),
+        }
     }
 
     let mut files = SegmentFiles {
         dir: dir.to_path_buf(),
         segment_bytes: config.segment_bytes,
+        segment_min: config.segment_min(),
         direct: config.direct_io,
         free: Vec::new(),
         next_free_n: free.last().map(|(n, _)| n + 1).unwrap_or(0),
@@ -155,8 +171,8 @@ pub(crate) fn open_dir(
     // Free files of the wrong size (config changed) are removed.
     for (n, path) in free {
         let len = file_len(d, &path, config.direct_io)?;
-        if len == config.segment_bytes && files.free.len() < files.free_max {
-            files.free.push((n, path));
+        if files.reusable_len(len) && files.free.len() < files.free_max {
+            files.free.push((n, path, len));
         } else {
             d.remove(&path)
                 .map_err(|e| JournalError::io("remove free segment", &path, e))?;
@@ -190,8 +206,19 @@ pub(crate) fn open_dir(
         prev_seq: w.last_seq,
         next_seq,
     };
+    let mut no_space = None;
     if files.free.is_empty() {
-        files.make_spare(d)?;
+        match files.make_spare(d, true) {
+            Ok(()) => {}
+            Err(JournalError::NoSpace(reason)) => {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    "no room for a journal segment at start-up, appends wait for space: {reason}"
+                );
+                no_space = Some(reason.to_string());
+            }
+            Err(e) => return Err(e),
+        }
     }
     let replay = DirReplay {
         dir: dir.to_path_buf(),
@@ -224,6 +251,7 @@ pub(crate) fn open_dir(
         start,
         journal_id,
         mark,
+        no_space,
     })
 }
 

@@ -673,6 +673,12 @@ pub(crate) fn write_checkpoint(
             S::Rename => "rename checkpoint",
             S::SyncDir => "sync journal directory",
         };
-        JournalError::io(op, e.path, e.source)
+        // The old checkpoint stays in place until the rename: "no space" creating,
+        // writing (before its sync: bk_disk::is_no_space) or renaming the temp file
+        // lost nothing, the mark just does not advance.
+        match e.step {
+            S::Create | S::Write | S::Rename => JournalError::alloc(op, e.path, e.source),
+            _ => JournalError::io(op, e.path, e.source),
+        }
     })
 }

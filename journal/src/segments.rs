@@ -8,8 +8,15 @@
 //! waiting to be unlinked, end in `.tmp`.
 //!
 //! Invariants:
-//! - a segment file handed out for writing is `segment_bytes` long and preallocated;
-//!   every byte not yet written reads as zeros. Recycled files hold old groups; new
+//! - a segment file handed out for writing is preallocated over its whole length and
+//!   every byte not yet written reads as zeros. Its length is `segment_bytes`, or less
+//!   when the file system has no room for that ([`SegmentFiles::fit_len`]: what is
+//!   free less [`SPACE_HEADROOM`], at least `segment_min`), and never less than the
+//!   group it is taken for; so a group write never extends a file, and a journal
+//!   directory smaller than two segments runs with shorter ones;
+//! - ENOSPC/EDQUOT from creating, preallocating, zero-filling or renaming a file is
+//!   [`JournalError::NoSpace`] (nothing acknowledged depends on such a file, and the
+//!   half-made file is removed); a failed fdatasync of a new file stays an I/O error. Recycled files hold old groups; new
 //!   ones are zero-filled where time allowed: a group written into an unwritten extent
 //!   makes its fdatasync also commit the extent conversion (docs/measured-here.md §2: ~1.5x
 //!   for small groups), so spares are zero-filled in the background while the
@@ -31,14 +38,19 @@ use std::path::{Path, PathBuf};
 
 /// Bytes written per zero-fill write.
 const ZERO_CHUNK: usize = 1 << 20;
+/// Free space a new segment leaves on the journal's file system, so that the
+/// journal's own segments never take the room its checkpoint file needs.
+pub(crate) const SPACE_HEADROOM: u64 = 1 << 20;
 
 /// The free pool and segment-file operations of one journal directory.
 pub(crate) struct SegmentFiles {
     pub dir: PathBuf,
     pub segment_bytes: u64,
+    /// The shortest segment file made when space is short (`segment_bytes_min`).
+    pub segment_min: u64,
     pub direct: bool,
-    /// Free files (n, path), oldest first.
-    pub free: Vec<(u64, PathBuf)>,
+    /// Free files (n, path, length), oldest first.
+    pub free: Vec<(u64, PathBuf, u64)>,
     pub next_free_n: u64,
     pub free_max: usize,
     /// Counters for metrics.
@@ -48,6 +60,12 @@ pub(crate) struct SegmentFiles {
 
 fn io_err(op: &'static str, path: &Path, e: std::io::Error) -> JournalError {
     JournalError::io(op, path, e)
+}
+
+/// For operations that change nothing durable when they fail: "no space" becomes
+/// [`JournalError::NoSpace`].
+fn alloc_err(op: &'static str, path: &Path, e: std::io::Error) -> JournalError {
+    JournalError::alloc(op, path, e)
 }
 
 /// Runs one operation and maps a failure to a journal I/O error.
@@ -61,6 +79,9 @@ pub(crate) fn run_checked(
         Op::Write { buf, .. } | Op::WriteDatasync { buf, .. } => Some(buf.len()),
         _ => None,
     };
+    // A failed Fdatasync is never "no space" here (it stays an I/O error); for the
+    // other operations no space means nothing was made durable (bk_disk::is_no_space).
+    let changes_nothing_on_enospc = !matches!(op, Op::Fdatasync { .. });
     let c = run_one(disk, op);
     match c.result {
         Ok(n) => {
@@ -75,6 +96,7 @@ pub(crate) fn run_checked(
             }
             Ok(c.buf)
         }
+        Err(e) if changes_nothing_on_enospc => Err(alloc_err(what, path, e)),
         Err(e) => Err(io_err(what, path, e)),
     }
 }
@@ -93,13 +115,42 @@ impl SegmentFiles {
         }
     }
 
-    /// Creates a file at `path` of `segment_bytes`, preallocated and synced; with
+    /// The length of the next new segment file: `segment_bytes`, or what the file
+    /// system has free less [`SPACE_HEADROOM`] (sector-aligned), and at least `need`
+    /// and `segment_min`; `NoSpace` when not even that fits. A file system that cannot
+    /// be asked gets `segment_bytes` (the preallocation then decides).
+    pub fn fit_len(&self, disk: &mut dyn Disk, need: u64) -> Result<u64, JournalError> {
+        let full = self.segment_bytes;
+        let min = self.segment_min.max(need).min(full);
+        let Ok(space) = disk.space(&self.dir) else {
+            return Ok(full);
+        };
+        let avail = space.free_bytes.saturating_sub(SPACE_HEADROOM);
+        let len = full.min(avail - avail % bk_disk::SECTOR as u64);
+        if len < min {
+            return Err(JournalError::NoSpace(
+                format!(
+                    "{} bytes free on the file system of {}, a journal segment needs {} plus {} spare",
+                    space.free_bytes,
+                    self.dir.display(),
+                    min,
+                    SPACE_HEADROOM
+                )
+                .into(),
+            ));
+        }
+        Ok(len)
+    }
+
+    /// Creates a file at `path` of `len` bytes, preallocated and synced; with
     /// `zero_fill`, every byte is also written with zeros (without, unwritten bytes
-    /// read as zeros). The directory entry is NOT synced here.
+    /// read as zeros). The directory entry is NOT synced here. On failure the file
+    /// is removed (it holds nothing).
     fn create(
         &mut self,
         disk: &mut dyn Disk,
         path: &Path,
+        len: u64,
         zero_fill: bool,
     ) -> Result<(), JournalError> {
         let opts = OpenOptions {
@@ -110,11 +161,14 @@ impl SegmentFiles {
         };
         let file = disk
             .open(path, opts)
-            .map_err(|e| io_err("create segment", path, e))?;
-        let r = self.prepare(disk, file, path, zero_fill);
+            .map_err(|e| alloc_err("create segment", path, e))?;
+        let r = self.prepare(disk, file, path, len, zero_fill);
         let c = disk.close(file);
+        let r = r.and_then(|()| c.map_err(|e| io_err("close segment", path, e)));
+        if r.is_err() {
+            let _ = disk.remove(path);
+        }
         r?;
-        c.map_err(|e| io_err("close segment", path, e))?;
         self.created += 1;
         Ok(())
     }
@@ -124,6 +178,7 @@ impl SegmentFiles {
         disk: &mut dyn Disk,
         file: FileId,
         path: &Path,
+        len: u64,
         zero_fill: bool,
     ) -> Result<(), JournalError> {
         disk.set_len(file, 0)
@@ -133,17 +188,17 @@ impl SegmentFiles {
             Op::Fallocate {
                 file,
                 offset: 0,
-                len: self.segment_bytes,
+                len,
             },
             "fallocate segment",
             path,
         )?;
         if zero_fill {
-            let chunk = ZERO_CHUNK.min(self.segment_bytes as usize);
+            let chunk = ZERO_CHUNK.min(len as usize);
             let mut buf = AlignedBuf::with_capacity(chunk);
             let mut off = 0u64;
-            while off < self.segment_bytes {
-                let n = ((self.segment_bytes - off) as usize).min(chunk);
+            while off < len {
+                let n = ((len - off) as usize).min(chunk);
                 buf.set_len(n);
                 buf.as_mut_slice().fill(0);
                 let back = run_checked(
@@ -169,17 +224,21 @@ impl SegmentFiles {
             .map_err(|e| io_err("sync journal directory", &self.dir, e))
     }
 
-    /// Makes a new free (pre-written) segment file, durable with its name.
-    pub fn make_spare(&mut self, disk: &mut dyn Disk) -> Result<(), JournalError> {
+    /// Makes a new free segment file (zero-filled when `zero_fill`) as long as
+    /// [`SegmentFiles::fit_len`] allows, durable with its name.
+    pub fn make_spare(&mut self, disk: &mut dyn Disk, zero_fill: bool) -> Result<(), JournalError> {
+        let len = self.fit_len(disk, 0)?;
         let n = self.next_free_n;
         self.next_free_n += 1;
         let final_path = self.dir.join(free_file_name(n));
         let tmp = self.dir.join(format!("{}{TMP_SUFFIX}", free_file_name(n)));
-        self.create(disk, &tmp, true)?;
-        disk.rename(&tmp, &final_path)
-            .map_err(|e| io_err("rename spare segment", &tmp, e))?;
+        self.create(disk, &tmp, len, zero_fill)?;
+        if let Err(e) = disk.rename(&tmp, &final_path) {
+            let _ = disk.remove(&tmp);
+            return Err(alloc_err("rename spare segment", &tmp, e));
+        }
         self.sync_dir(disk)?;
-        self.free.push((n, final_path));
+        self.free.push((n, final_path, len));
         Ok(())
     }
 
@@ -201,7 +260,7 @@ impl SegmentFiles {
         };
         let file = disk
             .open(&tmp, opts)
-            .map_err(|e| io_err("create spare segment", &tmp, e))?;
+            .map_err(|e| alloc_err("create spare segment", &tmp, e))?;
         if let Err(e) = disk.set_len(file, 0) {
             let _ = disk.close(file);
             return Err(io_err("truncate spare segment", &tmp, e));
@@ -217,39 +276,65 @@ impl SegmentFiles {
         file: FileId,
         n: u64,
         tmp: &Path,
+        len: u64,
     ) -> Result<(), JournalError> {
         disk.close(file)
             .map_err(|e| io_err("close spare segment", tmp, e))?;
         let to = self.dir.join(free_file_name(n));
         disk.rename(tmp, &to)
-            .map_err(|e| io_err("rename spare segment", tmp, e))?;
+            .map_err(|e| alloc_err("rename spare segment", tmp, e))?;
         self.sync_dir(disk)?;
         self.created += 1;
-        self.free.push((n, to));
+        self.free.push((n, to, len));
         Ok(())
     }
 
-    /// Opens segment `id` for writing: a free file renamed to its name (durably), or
-    /// a new preallocated file when the pool is empty.
-    pub fn take_for(&mut self, disk: &mut dyn Disk, id: u64) -> Result<FileId, JournalError> {
+    /// Opens segment `id` for writing a first group of `need` bytes: the newest free
+    /// file at least that long, renamed to its name (durably), or a new preallocated
+    /// file ([`SegmentFiles::fit_len`]) when none is. Returns the file and its length.
+    pub fn take_for(
+        &mut self,
+        disk: &mut dyn Disk,
+        id: u64,
+        need: u64,
+    ) -> Result<(FileId, u64), JournalError> {
         let path = self.path_of(id);
-        match self.free.pop() {
-            Some((_, free_path)) => {
-                disk.rename(&free_path, &path)
-                    .map_err(|e| io_err("rename free segment", &free_path, e))?;
+        let len = match self.free.iter().rposition(|f| f.2 >= need) {
+            Some(i) => {
+                let (n, free_path, len) = self.free.remove(i);
+                if let Err(e) = disk.rename(&free_path, &path) {
+                    let err = alloc_err("rename free segment", &free_path, e);
+                    self.free.insert(i, (n, free_path, len));
+                    return Err(err);
+                }
+                len
             }
             None => {
+                let len = self.fit_len(disk, need)?;
                 let tmp = self
                     .dir
                     .join(format!("{}{TMP_SUFFIX}", segment_file_name(id)));
-                self.create(disk, &tmp, false)?;
-                disk.rename(&tmp, &path)
-                    .map_err(|e| io_err("rename new segment", &tmp, e))?;
+                self.create(disk, &tmp, len, false)?;
+                if let Err(e) = disk.rename(&tmp, &path) {
+                    let _ = disk.remove(&tmp);
+                    return Err(alloc_err("rename new segment", &tmp, e));
+                }
+                len
             }
-        }
+        };
         self.sync_dir(disk)?;
-        disk.open(&path, self.write_opts())
-            .map_err(|e| io_err("open segment", &path, e))
+        let f = disk
+            .open(&path, self.write_opts())
+            .map_err(|e| io_err("open segment", &path, e))?;
+        Ok((f, len))
+    }
+
+    /// True when a file of `len` bytes may join the free pool (a segment length this
+    /// configuration could have made).
+    pub fn reusable_len(&self, len: u64) -> bool {
+        len <= self.segment_bytes
+            && len >= self.segment_min
+            && len.is_multiple_of(bk_disk::SECTOR as u64)
     }
 
     /// Recycles a segment file holding no live record into the free pool, or, when
@@ -263,13 +348,13 @@ impl SegmentFiles {
         path: &Path,
         len: u64,
     ) -> Result<Option<PathBuf>, JournalError> {
-        if self.free.len() < self.free_max && len == self.segment_bytes {
+        if self.free.len() < self.free_max && self.reusable_len(len) {
             let n = self.next_free_n;
             self.next_free_n += 1;
             let to = self.dir.join(free_file_name(n));
             disk.rename(path, &to)
                 .map_err(|e| io_err("recycle segment", path, e))?;
-            self.free.push((n, to));
+            self.free.push((n, to, len));
             self.recycled += 1;
             Ok(None)
         } else {

@@ -213,6 +213,7 @@ impl Harness {
                         assert!(self.failed);
                         Kind::Rejected
                     }
+                    Err(CommitError::NoSpace(_)) => panic!("no space reported without a driver"),
                 };
                 self.kinds.insert(t, kind);
                 self.check_acks(false);

@@ -9,7 +9,9 @@
 //!   are already bytes as `usize`), so they are copied as they are;
 //! * the only rules here are the ones that involve a crate's own defaults: a journal segment
 //!   is `journalMaxSizeMB` capped at 256 MiB, or the journal's default size, and in either
-//!   case holds one frame (`nettyMaxFrameSizeBytes`) plus 1 MiB of headers;
+//!   case holds one frame (`nettyMaxFrameSizeBytes`) plus 1 MiB of headers; the shortest
+//!   segment made on a full journal disk is `journalPreAllocSizeMB`, and holds one frame
+//!   plus 1 MiB as well;
 //! * a key the bookie does not read leaves the crate's default in place.
 
 use std::net::{IpAddr, SocketAddr};
@@ -83,6 +85,10 @@ pub fn journal_config(cfg: &BookieConfig) -> JournalConfig {
         group_bytes_max: cfg.journal_buffered_writes_threshold_bytes,
         group_records_max: cfg.journal_buffered_entries_threshold.unwrap_or(0),
         segment_bytes: segment_bytes.max(frame_segment_bytes),
+        segment_bytes_min: cfg
+            .journal_pre_alloc_size_bytes
+            .next_multiple_of(bk_disk::SECTOR as u64)
+            .max(frame_segment_bytes),
         in_flight_bytes_max: cfg
             .journal_max_memory_size_bytes
             .unwrap_or(d.in_flight_bytes_max),
@@ -165,6 +171,14 @@ mod tests {
         let small = journal_of("journalMaxSizeMB=1\n");
         assert!(small.segment_bytes >= 5_242_880 + (1 << 20));
         assert_eq!(small.segment_bytes % 4096, 0);
+        // journalPreAllocSizeMB: the shortest segment on a full journal disk (16 MiB by
+        // default), never below one frame plus headers.
+        assert_eq!(d.segment_bytes_min, 16 << 20);
+        assert_eq!(
+            journal_of("journalPreAllocSizeMB=32\n").segment_bytes_min,
+            32 << 20
+        );
+        assert!(journal_of("journalPreAllocSizeMB=1\n").segment_bytes_min >= 5_242_880 + (1 << 20));
         // The other journal keys keep their mapping.
         let q = journal_of("journalQueueSize=77\njournalBufferedWritesThreshold=100\n");
         assert_eq!(q.queue_records_max, 77);

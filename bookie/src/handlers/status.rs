@@ -82,6 +82,12 @@ pub enum At {
 /// The answer to a storage error met at `at` (see [`At`]). Corruption is always EIO,
 /// never ENOENTRY (ARCHITECTURE.md invariant 4).
 pub fn status(e: &StorageError, at: At) -> Status {
+    // A full journal disk: the record was provably not written (bk_journal NoSpace), so
+    // the writer is told to go elsewhere, as a read-only bookie tells it
+    // (docs/semantics.md §14), whatever the context.
+    if e.is_journal_no_space() {
+        return Status::ReadOnly;
+    }
     if matches!(at, At::Journal | At::DiskSpace) {
         return Status::Io;
     }
@@ -131,6 +137,12 @@ mod tests {
         let full = StorageError::from(bk_entrylog::Error::OutOfSpace);
         assert_eq!(status(&full, At::Add), Status::ReadOnly);
         assert!(full.is_no_space());
+        let full = StorageError::Journal(bk_journal::JournalError::NoSpace("ENOSPC".into()));
+        for at in [At::Storage, At::Add, At::Lac, At::Journal] {
+            assert_eq!(status(&full, at), Status::ReadOnly);
+        }
+        let fatal = StorageError::Journal(bk_journal::JournalError::Fatal("EIO".into()));
+        assert_eq!(status(&fatal, At::Journal), Status::Io);
         let closed = StorageError::EntryLog(Arc::new(bk_entrylog::Error::Closed));
         assert!(closed.is_shut_down());
         assert_eq!(status(&closed, At::Storage), Status::Io);

@@ -193,6 +193,11 @@ impl JournalAdapter {
         self.journal.read().as_ref().map_or(0, |j| j.journals())
     }
 
+    /// Follows "some journal directory waits for space" (None once shut down).
+    pub fn disk_full_changes(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        Some(self.journal.read().as_ref()?.disk_full_changes())
+    }
+
     /// The metrics of journal directory `index`.
     pub fn metrics(&self, index: usize) -> Option<Arc<bk_journal::JournalMetrics>> {
         self.journal.read().as_ref()?.metrics(index).cloned()

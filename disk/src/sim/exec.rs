@@ -212,7 +212,7 @@ impl State {
             Op::WriteDatasync { offset, buf, .. } => {
                 let r = self
                     .do_write(f, offset, buf.as_slice())
-                    .and_then(|n| self.do_sync(f).map(|_| n));
+                    .and_then(|n| self.do_sync(f).map(|_| n).map_err(crate::sync_half_error));
                 (r, Some(buf))
             }
             Op::Read {

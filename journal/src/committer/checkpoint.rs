@@ -4,7 +4,9 @@
 //! and, once its file is persisted, advancing the mark and recycling the segments
 //! wholly at or below it.
 //!
-//! Invariants: a failed checkpoint file, recycling or directory sync is fatal; the
+//! Invariants: a failed checkpoint file, recycling or directory sync is fatal (but a
+//! checkpoint file that could not be written for lack of space, before its sync, only
+//! leaves the mark where it was: `JournalError::NoSpace` to the caller); the
 //! current segment is never recycled; the mark only moves forward.
 
 use super::{Committer, Msg};
@@ -164,6 +166,13 @@ impl Committer {
         written: Result<(), JournalError>,
     ) -> Result<(), JournalError> {
         if let Err(e) = written {
+            if e.is_no_space() {
+                // The old checkpoint file is in place (replace_file failed before its
+                // rename, or at it): the mark stays where it was, nothing is lost, and
+                // a later checkpoint tries again.
+                tracing::warn!(dir = %self.dir.display(), "checkpoint mark {mark} not persisted: {e}");
+                return Err(e);
+            }
             let reason = format!("persisting checkpoint mark {mark}: {e}");
             self.fatal(reason.clone());
             return Err(JournalError::Fatal(reason.into()));

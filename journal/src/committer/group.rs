@@ -3,8 +3,12 @@
 //! write+fdatasync, handling its completion, and delivering acknowledgements.
 //!
 //! Invariants: at most one group write is in flight; a failed, short or unsubmittable
-//! group write is fatal; acknowledgements go out in append order, and admission budget
-//! is returned only after they were sent.
+//! group write is fatal, except "no space" where nothing was made durable: a segment
+//! that could not be prepared, or a write+fdatasync that failed with ENOSPC/EDQUOT
+//! (its write half: `bk_disk::is_no_space`, no sync was issued). Then the group's
+//! appends are answered `NoSpace` and the committer waits for space (`space`);
+//! acknowledgements go out in append order, and admission budget is returned only
+//! after they were sent.
 
 use super::{Committer, GROUP_USER_DATA, SPARE_USER_DATA};
 use crate::commit::{CommitError, GroupWrite};
@@ -41,13 +45,22 @@ impl Committer {
             if self.files.free.is_empty() {
                 self.finish_spare_now();
             }
-            match self.files.take_for(self.disk.as_mut(), seg) {
-                Ok(f) => {
+            let need = gw.position.offset + gw.buf.len() as u64;
+            match self.files.take_for(self.disk.as_mut(), seg, need) {
+                Ok((f, len)) => {
                     self.current = Some((seg, f));
-                    self.live.insert(seg, (Seq(0), self.files.segment_bytes));
+                    self.gc.set_segment_len(len);
+                    self.live.insert(seg, (Seq(0), len));
                     self.metrics
                         .segments_created
                         .store(self.files.created, Ordering::Relaxed);
+                }
+                Err(JournalError::NoSpace(reason)) => {
+                    // Nothing was written: the group's appends are answered NoSpace and
+                    // writing resumes at offset 0 of this (still absent) segment.
+                    let reason = format!("preparing journal segment {seg}: {reason}");
+                    self.enter_no_space(gw.id, reason, seg, Some(gw.buf));
+                    return;
                 }
                 Err(e) => {
                     let reason = format!("preparing journal segment {seg}: {e}");
@@ -101,6 +114,29 @@ impl Committer {
         let Some(g) = self.in_flight.take() else {
             return;
         };
+        if let Err(e) = &c.result {
+            if bk_disk::is_no_space(e) {
+                // The write half failed, so no sync was issued: none of this group is
+                // durable or acknowledged, and every earlier group was synced before
+                // it was written. The segment is not written again (its tail holds
+                // the failed bytes, as after a crash): writing resumes at offset 0 of
+                // the next segment, chained to the last durable group.
+                let reason = format!(
+                    "write of journal segment {} ({} bytes, up to seq {}): {e}",
+                    g.segment, g.padded, g.last_seq
+                );
+                if let Some((_, f)) = self.current.take() {
+                    if let Err(e) = self.disk.close(f) {
+                        let reason = format!("closing journal segment {}: {e}", g.segment);
+                        self.gc.complete(g.id, Err(reason.clone()), c.buf);
+                        self.fatal(reason);
+                        return;
+                    }
+                }
+                self.enter_no_space(g.id, reason, g.segment + 1, c.buf);
+                return;
+            }
+        }
         let result = match c.result {
             Ok(n) if n == g.padded => Ok(()),
             Ok(n) => Err(format!(
@@ -175,6 +211,7 @@ impl Committer {
             records += 1;
             let r = ack.result.map_err(|e| match e {
                 CommitError::Fatal(r) => JournalError::Fatal(r),
+                CommitError::NoSpace(r) => JournalError::NoSpace(r),
                 CommitError::TooLarge { payload_len, max } => JournalError::InvalidInput(format!(
                     "record payload of {payload_len} bytes exceeds the maximum {max}"
                 )),

@@ -10,7 +10,9 @@
 //! - a failed or short group write, a failed segment preparation and a failed
 //!   checkpoint are fatal: the reason is logged here, every pending and later append
 //!   fails with `JournalError::Fatal`, and the thread keeps answering (with that
-//!   error) until shutdown;
+//!   error) until shutdown. Except "no space" where nothing was made durable (see
+//!   `space`): appends then fail with `JournalError::NoSpace` until space returns,
+//!   and a checkpoint that found no space leaves the mark where it was;
 //! - budget is returned to admission only after the ack was sent.
 //!
 //! Where the code lives:
@@ -19,10 +21,12 @@
 //! - `group`: submitting a group write, its completion, delivering acknowledgements;
 //! - `checkpoint`: the checkpoint writer thread and what a persisted checkpoint frees
 //!   (segment recycling);
-//! - `spare`: building a spare segment in the background between group writes.
+//! - `spare`: building a spare segment in the background between group writes;
+//! - `space`: waiting for space after "no space", and retrying until it returns.
 
 mod checkpoint;
 mod group;
+mod space;
 mod spare;
 
 pub(crate) use checkpoint::CkptWriter;
@@ -33,10 +37,12 @@ use crate::journal::Admission;
 use crate::metrics::JournalMetrics;
 use crate::record::Record;
 use crate::segments::SegmentFiles;
+use crate::space::SpaceState;
 use crate::Seq;
 use bk_disk::{AlignedBuf, Disk, FileId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use group::InFlightGroup;
+use space::SpaceWait;
 use spare::SpareBuild;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -130,6 +136,11 @@ pub(crate) struct Committer {
     ckpt_pending: usize,
     /// Moving average of the padded bytes of recent groups.
     group_bytes_avg: f64,
+    /// Where the bookie sees that this directory waits for space.
+    space: Arc<SpaceState>,
+    no_space_retry: Duration,
+    /// Set while waiting for space (appends refused with `NoSpace`).
+    space_wait: Option<SpaceWait>,
 }
 
 impl Committer {
@@ -148,6 +159,8 @@ impl Committer {
         metrics: Arc<JournalMetrics>,
         direct: bool,
         ckpt: Option<CkptWriter>,
+        space: Arc<SpaceState>,
+        no_space_retry: Duration,
     ) -> Committer {
         Committer {
             index,
@@ -172,6 +185,9 @@ impl Committer {
             ckpt,
             ckpt_pending: 0,
             group_bytes_avg: 0.0,
+            space,
+            no_space_retry,
+            space_wait: None,
         }
     }
 
@@ -205,6 +221,7 @@ impl Committer {
         }
         if self.in_flight.is_none() {
             self.run_checkpoints();
+            self.retry_space();
             if let Some(gw) = self.gc.poll(Instant::now()) {
                 self.submit_group(gw);
             }
@@ -249,8 +266,13 @@ impl Committer {
         if !block {
             return true;
         }
-        // Nothing in flight: wait for a message (or the held group's deadline).
-        let msg = match self.gc.next_deadline() {
+        // Nothing in flight: wait for a message (or the held group's deadline, or the
+        // next try for space).
+        let deadline = match (self.gc.next_deadline(), self.space_retry_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let msg = match deadline {
             Some(deadline) => match self.rx.recv_deadline(deadline) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,

@@ -6,7 +6,9 @@
 //! Invariants: at most one spare operation is in flight, and synchronous work waits
 //! for it first ([`Committer::quiesce_spare`]) so no completion is lost to `run_one`;
 //! a spare failure is never fatal (nothing acknowledged depends on it): the spare is
-//! dropped and retried after `SPARE_RETRY`.
+//! dropped and retried after `SPARE_RETRY`. A spare is as long as the file system
+//! allows (`SegmentFiles::fit_len`: `segment_bytes`, or less down to `segment_min`),
+//! so a journal directory smaller than two segments still gets one.
 
 use super::{Committer, SPARE_USER_DATA};
 use bk_disk::{AlignedBuf, Completion, FileId, Op};
@@ -30,6 +32,8 @@ pub(super) struct SpareBuild {
     file: FileId,
     n: u64,
     tmp: PathBuf,
+    /// The file's length (what fit when it was begun).
+    len: u64,
     allocated: bool,
     /// Bytes zero-filled so far.
     written: u64,
@@ -63,18 +67,27 @@ impl Committer {
             if !self.files.free.is_empty()
                 || self.gc.failed().is_some()
                 || self.shutdown
+                || self.waiting_for_space()
                 || self
                     .spare_failed_at
                     .is_some_and(|t| t.elapsed() < SPARE_RETRY)
             {
                 return;
             }
+            let len = match self.files.fit_len(self.disk.as_mut(), 0) {
+                Ok(len) => len,
+                Err(e) => {
+                    self.spare_failed(format!("{e}"));
+                    return;
+                }
+            };
             match self.files.begin_spare(self.disk.as_mut()) {
                 Ok((file, n, tmp)) => {
                     self.spare = Some(SpareBuild {
                         file,
                         n,
                         tmp,
+                        len,
                         allocated: false,
                         written: 0,
                         synced: false,
@@ -88,10 +101,9 @@ impl Committer {
                 }
             }
         }
-        let seg_bytes = self.files.segment_bytes;
         // Spare work fills the gaps: only while no group is in flight or pending,
         // unless the current segment is three quarters full (then it is needed soon).
-        let urgent = self.gc.position().offset >= seg_bytes / 4 * 3;
+        let urgent = self.gc.position().offset >= self.gc.segment_len() / 4 * 3;
         let idle = self.in_flight.is_none() && self.gc.is_idle();
         if !(urgent || idle) {
             return;
@@ -102,6 +114,7 @@ impl Committer {
         if sp.op_in_flight {
             return;
         }
+        let seg_bytes = sp.len;
         let large = LARGE_GROUP_BYTES.min(seg_bytes / 16) as f64;
         if sp.allocated && sp.written < seg_bytes && self.group_bytes_avg >= large {
             // Large groups: the rest stays preallocated (reads as zeros).
@@ -140,10 +153,10 @@ impl Committer {
     }
 
     pub(super) fn on_spare_completion(&mut self, c: Completion) {
-        let seg_bytes = self.files.segment_bytes;
         let Some(sp) = self.spare.as_mut() else {
             return;
         };
+        let seg_bytes = sp.len;
         sp.op_in_flight = false;
         match c.result {
             Ok(n) => {
@@ -194,7 +207,7 @@ impl Committer {
         };
         match self
             .files
-            .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp)
+            .finish_spare(self.disk.as_mut(), sp.file, sp.n, &sp.tmp, sp.len)
         {
             Ok(()) => {
                 self.spare_failed_at = None;

@@ -21,6 +21,7 @@ pub fn small_config() -> JournalConfig {
         queue_records_max: 1000,
         free_segments_max: 2,
         direct_io: false,
+        no_space_retry: std::time::Duration::from_millis(5),
         ..JournalConfig::default()
     }
 }
