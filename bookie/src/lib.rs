@@ -22,6 +22,7 @@ pub mod disk_monitor;
 pub mod gc;
 pub mod gc_scan;
 pub mod handlers;
+pub mod memory;
 pub mod metrics;
 pub mod mode;
 pub mod node;
