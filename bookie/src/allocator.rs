@@ -22,7 +22,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// bytes are immutable and 'static).
 #[cfg(feature = "jemalloc")]
 #[repr(transparent)]
-pub struct MallocConf(*const u8);
+pub struct MallocConf(*const std::ffi::c_char);
 
 // SAFETY: the pointer is to an immutable 'static byte string; nothing writes through it.
 #[cfg(feature = "jemalloc")]
@@ -33,4 +33,4 @@ unsafe impl Sync for MallocConf {}
 #[cfg(feature = "jemalloc")]
 #[export_name = "_rjem_malloc_conf"]
 pub static MALLOC_CONF: MallocConf =
-    MallocConf(b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0".as_ptr());
+    MallocConf(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());

@@ -291,5 +291,8 @@ async fn peak_rss_stays_within_the_stated_bound() {
         mib(peak),
         mib(bound)
     );
-    assert!(served, "a good client's adds were not all acknowledged under the loads");
+    assert!(
+        served,
+        "a good client's adds were not all acknowledged under the loads"
+    );
 }
