@@ -13,6 +13,8 @@
 
 use clap::Parser;
 
+mod allocator;
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -46,6 +46,8 @@ use crate::config::BookieConfig;
 use crate::disk_monitor::{self, DiskMonitorConfig};
 use crate::gc::{self, CompactionSchedule};
 use crate::handlers::{Bookie, BookieOptions};
+use crate::memory::{MemoryBound, MemoryUse};
+use crate::metrics::adapters::memory_collector;
 use crate::metrics::{self, Gauge, Metrics, ServerStatus};
 use crate::mode::{self, ReadOnlyReason};
 use crate::registration::{self, Registration};
@@ -261,8 +263,38 @@ async fn serve(
     }
     metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
     let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
-    let server =
-        Server::start_with_observer(bookie.clone(), server_config(&cfg), Some(observer)).await?;
+    let server_cfg = server_config(&cfg);
+    let bound = MemoryBound::of(&cfg, &server_cfg);
+    tracing::info!(
+        bound_mib = bound.total() >> 20,
+        write_cache_mib = bound.write_cache >> 20,
+        read_cache_mib = bound.read_cache >> 20,
+        in_flight_mib = bound.in_flight >> 20,
+        send_mib = bound.send >> 20,
+        journal_mib = bound.journal >> 20,
+        fixed_mib = bound.fixed >> 20,
+        "memory bound (docs/memory.md)"
+    );
+    let server = Server::start_with_observer(bookie.clone(), server_cfg, Some(observer)).await?;
+    metrics.add_collector(memory_collector(bound, {
+        let probe = server.memory_probe();
+        let storage = storage.clone();
+        move || {
+            let (write_cache, read_cache) = storage.cache_bytes();
+            let journal = (0..storage.journal.journals())
+                .filter_map(|i| storage.journal.metrics(i))
+                .map(|m| m.memory_used_bytes.load(Ordering::Relaxed))
+                .sum();
+            MemoryUse {
+                write_cache,
+                read_cache,
+                in_flight: probe.in_flight_bytes() as u64,
+                receive_buffers: probe.receive_buffer_bytes() as u64,
+                send: probe.send_bytes() as u64,
+                journal,
+            }
+        }
+    }));
     let stop = Arc::new(AtomicBool::new(false));
     let flusher = storage.store.spawn_flusher(
         cfg.flush_interval.max(Duration::from_millis(100)),

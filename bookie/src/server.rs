@@ -13,6 +13,10 @@
 //!   not read its responses ends up not being read either), coalescing what is ready into
 //!   one write. Responses go out in completion order; clients match them by
 //!   key (v2: ledger+entry+opcode, batch: requestId, v3: txnId+operation).
+//!   Queued response bytes take from the connection's share *and* from a bookie-wide send
+//!   budget ([`ServerConfig::send_bytes_total`]); the reader reads the socket again only
+//!   while both have room, so a client that never reads its responses holds at most its
+//!   share and is itself no longer read (docs/memory.md §2).
 //!
 //! Invariants: a malformed frame closes that one connection (no response, like the Java
 //! bookie); nothing here panics on input; every buffer is bounded (receive buffer by the
@@ -20,6 +24,7 @@
 
 pub mod codec;
 pub mod limits;
+mod send_budget;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,14 +32,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bk_proto::frame::FrameDecoder;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
 use crate::handlers::Bookie;
 use codec::{Decoded, Echo};
 use limits::{Limits, LimitsConfig};
+use send_budget::{send_permits, Queued, ResponseBudget};
 
 /// Settings of the network side (stock keys in parentheses).
 #[derive(Debug, Clone)]
@@ -51,6 +57,9 @@ pub struct ServerConfig {
     /// Response bytes queued per connection and not yet written; a completed request
     /// waits (holding its in-progress permit) while its connection is over this.
     pub response_queue_bytes: usize,
+    /// Response bytes queued and not yet written, bookie-wide (the send budget); a
+    /// completed request also waits while the bookie is over this.
+    pub send_bytes_total: usize,
     /// How long SIGTERM waits for in-flight requests.
     pub drain_timeout: Duration,
 }
@@ -63,11 +72,17 @@ impl Default for ServerConfig {
             tcp_nodelay: true,
             limits: LimitsConfig::default(),
             response_queue_len: 1024,
-            response_queue_bytes: 32 * 1024 * 1024,
+            response_queue_bytes: DEFAULT_RESPONSE_QUEUE_BYTES,
+            send_bytes_total: DEFAULT_SEND_BYTES_TOTAL,
             drain_timeout: Duration::from_secs(10),
         }
     }
 }
+
+/// Default share of the send budget one connection may hold.
+pub const DEFAULT_RESPONSE_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// Default bookie-wide send budget.
+pub const DEFAULT_SEND_BYTES_TOTAL: usize = 64 * 1024 * 1024;
 
 /// What a request was, for metrics (stock names are chosen by the observer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,6 +142,8 @@ struct Shared {
     bookie: Arc<Bookie>,
     config: ServerConfig,
     limits: Arc<Limits>,
+    /// The bookie-wide send budget (response bytes queued, not yet written).
+    send: Arc<Semaphore>,
     /// Requests decoded and not yet answered (or dropped), for the drain at shutdown.
     in_flight: AtomicUsize,
     idle: Notify,
@@ -195,6 +212,7 @@ impl Server {
             observer,
             bookie,
             limits: Arc::new(Limits::new(&config.limits)),
+            send: Arc::new(Semaphore::new(send_permits(config.send_bytes_total))),
             config,
             in_flight: AtomicUsize::new(0),
             idle: Notify::new(),
@@ -236,6 +254,15 @@ impl Server {
         )
     }
 
+    /// What the request path holds now, for the memory metrics (docs/memory.md §1).
+    pub fn memory_probe(&self) -> MemoryProbe {
+        MemoryProbe {
+            limits: self.shared.limits.clone(),
+            send: self.shared.send.clone(),
+            send_total: send_permits(self.shared.config.send_bytes_total),
+        }
+    }
+
     /// Stops accepting and reading new requests, then waits (up to the drain timeout) for
     /// every request already read to be answered. Returns whether it drained fully.
     pub async fn shutdown(self) -> bool {
@@ -251,6 +278,44 @@ impl Server {
                 return self.shared.in_flight.load(Ordering::Acquire) == 0;
             }
         }
+    }
+}
+
+/// A cheap handle on the request path's byte budgets, readable from any thread.
+#[derive(Clone)]
+pub struct MemoryProbe {
+    limits: Arc<Limits>,
+    send: Arc<Semaphore>,
+    send_total: usize,
+}
+
+impl MemoryProbe {
+    /// Bytes of the in-flight budget held now (receive buffers and requests).
+    pub fn in_flight_bytes(&self) -> usize {
+        self.limits
+            .budget_bytes()
+            .saturating_sub(self.limits.available().2)
+    }
+
+    /// Size of the in-flight budget.
+    pub fn in_flight_budget(&self) -> usize {
+        self.limits.budget_bytes()
+    }
+
+    /// Bytes of the in-flight budget held by receive buffers (not yet requests).
+    pub fn receive_buffer_bytes(&self) -> usize {
+        self.limits.buffered_bytes()
+    }
+
+    /// Response bytes queued and not yet written, bookie-wide.
+    pub fn send_bytes(&self) -> usize {
+        self.send_total
+            .saturating_sub(self.send.available_permits())
+    }
+
+    /// Size of the send budget.
+    pub fn send_budget(&self) -> usize {
+        self.send_total
     }
 }
 
@@ -307,7 +372,12 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         .map_err(|e| format!("set TCP_NODELAY: {e}"))?;
     let (mut reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Queued>(shared.config.response_queue_len.max(1));
-    let budget = ResponseBudget::new(shared.config.response_queue_bytes);
+    let budget = ResponseBudget::new(
+        shared.config.response_queue_bytes,
+        shared.send.clone(),
+        shared.config.send_bytes_total,
+        shared.config.max_frame_bytes,
+    );
     let writer_task = tokio::spawn(write_responses(writer, rx));
     let conn_limits = shared.limits.connection();
     let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
@@ -352,6 +422,17 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     if let Some(o) = &shared.observer {
                         o.started(kind, frame_len);
                     }
+                    // A read's reply exists before it is queued: a read is admitted only
+                    // with its estimated reply reserved in the connection's share and the
+                    // send budget (send_budget.rs).
+                    let reply_slot = if limits::kind_of(&op) == limits::Kind::Read {
+                        tokio::select! {
+                            slot = budget.reply_slot() => Some(slot),
+                            _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                        }
+                    } else {
+                        None
+                    };
                     let in_flight = InFlight::new(&shared);
                     let permit = tokio::select! {
                         p = conn_limits.admit(limits::kind_of(&op), frame_bytes) => p,
@@ -373,9 +454,15 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                                 bytes.len(),
                             );
                         }
+                        // The encoded frame is a copy: do not keep the entry twice.
+                        drop(reply);
                         // The response queue is bounded: a slow reader of responses makes
-                        // this wait while holding its permit, which stops socket reads.
-                        let queued = budget.queue(bytes).await;
+                        // this wait while holding its permit, which stops socket reads. A
+                        // read's reply takes the reservation its slot holds.
+                        let queued = match reply_slot {
+                            Some(slot) => budget.queue_reserved(slot, bytes),
+                            None => budget.queue(bytes).await,
+                        };
                         let _ = tx.send(queued).await;
                         drop(permit);
                         drop(in_flight);
@@ -385,6 +472,12 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         }
         if *shutdown.borrow() {
             break Ok(());
+        }
+        // Read more requests only while their responses would find room: a client that
+        // does not read its responses stops being read once its share is queued.
+        tokio::select! {
+            _ = budget.room() => {}
+            _ = shutdown.wait_for(|s| *s) => break Ok(()),
         }
         // Room for the next read, in the byte budget before it is allocated.
         let prepared = tokio::select! {
@@ -519,46 +612,6 @@ async fn write_responses(
         batch.clear();
     }
     let _ = writer.shutdown().await;
-}
-
-/// An encoded response waiting in a connection's queue, holding its share of the
-/// connection's response-byte budget until it has been written.
-struct Queued {
-    bytes: Bytes,
-    _budget: Option<OwnedSemaphorePermit>,
-}
-
-/// A connection's response-byte budget.
-#[derive(Clone)]
-struct ResponseBudget {
-    semaphore: Arc<Semaphore>,
-    capacity: u32,
-}
-
-impl ResponseBudget {
-    fn new(bytes: usize) -> Self {
-        let capacity = bytes.clamp(1, u32::MAX as usize) as u32;
-        ResponseBudget {
-            semaphore: Arc::new(Semaphore::new(capacity as usize)),
-            capacity,
-        }
-    }
-
-    /// Waits for room for `bytes` (a response larger than the whole budget takes all of it).
-    async fn queue(&self, bytes: Bytes) -> Queued {
-        let want = (bytes.len().min(u32::MAX as usize) as u32).min(self.capacity);
-        let permit = if want == 0 {
-            None
-        } else {
-            // Never closed; if it were, sending without a permit is still bounded by the
-            // queue length.
-            self.semaphore.clone().acquire_many_owned(want).await.ok()
-        };
-        Queued {
-            bytes,
-            _budget: permit,
-        }
-    }
 }
 
 /// The echo fields of a request, kept while it is processed (re-exported for tests).

@@ -232,3 +232,46 @@ pub fn ledger_dirs_collector(
         }
     }
 }
+
+/// The memory bound and its parts (docs/memory.md §1, ours): `bookie_rs_memory_bound_bytes`
+/// (the formula's total), `bookie_rs_memory_part_bound_bytes{part}` (each configured part),
+/// `bookie_rs_memory_part_used_bytes{part}` (what the part holds now; the fixed overhead
+/// has none), `bookie_rs_memory_receive_buffer_bytes` (of the in-flight part, partial
+/// frames) and `bookie_rs_memory_peak_rss_bytes` (the process's VmHWM). `usage` is read
+/// at scrape time.
+pub fn memory_collector(
+    bound: crate::memory::MemoryBound,
+    usage: impl Fn() -> crate::memory::MemoryUse + Send + Sync + 'static,
+) -> impl Fn(&mut Scrape) + Send + Sync {
+    use crate::memory::Part;
+    move |s: &mut Scrape| {
+        let now = usage();
+        s.gauge("bookie_rs_memory_bound_bytes", &[], bound.total() as f64);
+        for p in Part::ALL {
+            s.gauge(
+                "bookie_rs_memory_part_bound_bytes",
+                &[("part", p.label())],
+                bound.part(p) as f64,
+            );
+        }
+        for p in Part::ALL {
+            if let Some(used) = now.part(p) {
+                s.gauge(
+                    "bookie_rs_memory_part_used_bytes",
+                    &[("part", p.label())],
+                    used as f64,
+                );
+            }
+        }
+        s.gauge(
+            "bookie_rs_memory_receive_buffer_bytes",
+            &[],
+            now.receive_buffers as f64,
+        );
+        s.gauge(
+            "bookie_rs_memory_peak_rss_bytes",
+            &[],
+            crate::memory::peak_rss_bytes() as f64,
+        );
+    }
+}

@@ -105,6 +105,12 @@ pub fn kind_of(op: &Op) -> Kind {
     }
 }
 
+/// Budget bytes a request holds at least while it is in progress, whatever its frame:
+/// what its task, its reply's future and a long poll's wait cost besides the frame
+/// (docs/memory.md §2), so the count of requests in progress is bounded by the byte
+/// budget as well as by the count caps.
+pub const REQUEST_OVERHEAD_BYTES: usize = 1024;
+
 /// Frames up to this size (prefix included) are read in ordinary chunks; larger ones
 /// are reserved whole from the partial-frame share before their payload is read.
 pub const SMALL_FRAME_BYTES: usize = 64 * 1024;
@@ -197,6 +203,11 @@ impl Limits {
         }
     }
 
+    /// Size of the byte budget.
+    pub fn budget_bytes(&self) -> usize {
+        self.bytes_total
+    }
+
     /// Permits currently free (tests and metrics): (writes, reads, bytes).
     pub fn available(&self) -> (usize, usize, usize) {
         (
@@ -218,6 +229,18 @@ impl ConnectionLimits {
     /// Waits until a request of `kind` may proceed, its bytes already held (taken from
     /// the connection's [`BufferBudget`] when its frame was complete).
     pub async fn admit(&self, kind: Kind, bytes: Option<OwnedSemaphorePermit>) -> Permit {
+        self.admit_holding(kind, bytes, REQUEST_OVERHEAD_BYTES)
+            .await
+    }
+
+    /// [`ConnectionLimits::admit`], topping the request's bytes up to `at_least` (capped
+    /// at the budget) from the global budget after the counts.
+    async fn admit_holding(
+        &self,
+        kind: Kind,
+        bytes: Option<OwnedSemaphorePermit>,
+        at_least: usize,
+    ) -> Permit {
         let (conn, global) = match kind {
             Kind::Write => (&self.writes, &self.global.writes),
             Kind::Read => (&self.reads, &self.global.reads),
@@ -232,6 +255,25 @@ impl ConnectionLimits {
             Ok(p) => p,
             Err(_) => std::future::pending().await,
         };
+        // A request costs memory beyond its frame (its task, its reply's future, a
+        // long poll's wait): at least REQUEST_OVERHEAD_BYTES of the budget each.
+        let held = bytes.as_ref().map_or(0, |p| p.num_permits());
+        let at_least = at_least.min(self.global.bytes_total);
+        let bytes = if held < at_least {
+            let more = (at_least - held) as u32;
+            match self.global.bytes.clone().acquire_many_owned(more).await {
+                Ok(p) => match bytes {
+                    Some(mut b) => {
+                        b.merge(p);
+                        Some(b)
+                    }
+                    None => Some(p),
+                },
+                Err(_) => std::future::pending().await,
+            }
+        } else {
+            bytes
+        };
         Permit {
             _connection: connection,
             _global: global,
@@ -240,19 +282,11 @@ impl ConnectionLimits {
     }
 
     /// Waits until a request of `kind` carrying `bytes` request bytes may proceed: the
-    /// counts as [`ConnectionLimits::admit`], then the bytes from the global budget.
+    /// counts as [`ConnectionLimits::admit`], then the bytes (at least
+    /// [`REQUEST_OVERHEAD_BYTES`]) from the global budget.
     pub async fn acquire(&self, kind: Kind, bytes: usize) -> Permit {
-        let mut permit = self.admit(kind, None).await;
-        let want = bytes
-            .min(self.global.config.max_bytes_in_progress)
-            .min(u32::MAX as usize) as u32;
-        if want > 0 {
-            permit._bytes = match self.global.bytes.clone().acquire_many_owned(want).await {
-                Ok(p) => Some(p),
-                Err(_) => std::future::pending().await,
-            };
-        }
-        permit
+        self.admit_holding(kind, None, bytes.max(REQUEST_OVERHEAD_BYTES))
+            .await
     }
 }
 

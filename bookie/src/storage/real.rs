@@ -309,6 +309,20 @@ impl RealStorage {
         full(result).and(full(closed))
     }
 
+    /// Bytes in the write cache and the read cache now (the entry log's gauges), for the
+    /// memory metrics; zeros once the entry log is closed.
+    pub fn cache_bytes(&self) -> (u64, u64) {
+        self.entry_log
+            .with(|log| {
+                let m = log.metrics();
+                Ok((
+                    bk_entrylog::EntryLogMetrics::get(&m.write_cache_size),
+                    bk_entrylog::EntryLogMetrics::get(&m.read_cache_size),
+                ))
+            })
+            .unwrap_or((0, 0))
+    }
+
     /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
     /// that uses the token, whatever the metadata scan missed.
     pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {
