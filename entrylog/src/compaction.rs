@@ -359,7 +359,9 @@ impl Shared {
         report.output_segments += usize::from(written.is_some());
         M::add(&self.metrics.compaction_total, old.len() as u64);
         // The new segment is durable (write_segment synced it and its directory): the
-        // old files may go.
+        // old files may go, once the ledger-state file no longer lists them
+        // (docs/durability.md, "What is detected and how").
+        self.persist_state(false)?;
         let mut dirs = HashSet::new();
         for (id, d, _) in &old {
             self.remove_segment_file(disk, *id, &self.seg_path(*d, *id))?;

@@ -51,6 +51,10 @@ pub struct EntryLogConfig {
     pub disk_usage_warn_threshold: f64,
     /// A full directory is writable again only below this (`diskUsageLwmThreshold`).
     pub disk_usage_lwm_threshold: f64,
+    /// Refuse to open without a `ledgers.state` file even when no segment exists: the
+    /// caller knows the entry log held state (the bookie sets it when a journal has a
+    /// checkpoint, which only follows a completed flush). Not a configuration key.
+    pub require_state_file: bool,
 }
 
 impl Default for EntryLogConfig {
@@ -73,6 +77,7 @@ impl Default for EntryLogConfig {
             disk_usage_threshold: 0.95,
             disk_usage_warn_threshold: 0.90,
             disk_usage_lwm_threshold: 0.95,
+            require_state_file: false,
         }
     }
 }

@@ -149,6 +149,9 @@ impl Shared {
         if dead.is_empty() {
             return Ok((0, 0));
         }
+        // The ledger-state file lists the segments that must exist: drop these from it
+        // durably before their files go (docs/durability.md, "What is detected and how").
+        self.persist_state(false)?;
         let mut disk = self.aux_disk.lock();
         let mut dirs = HashSet::new();
         let mut bytes = 0;
