@@ -22,8 +22,11 @@ impl EntryLog {
     /// Deletes one ledger now and makes the deletion durable before returning.
     pub fn delete_ledger(&self, ledger: u64) -> Result<bool> {
         let deleted = self.shared.delete_ledgers(&[ledger]);
-        self.shared.persist_state(false)?;
-        self.shared.remove_dead_segments()?;
+        // Removing segments writes the state (tombstones included) before unlinking.
+        let (removed, _) = self.shared.remove_dead_segments()?;
+        if removed == 0 {
+            self.shared.persist_state(false)?;
+        }
         Ok(deleted.len() == 1)
     }
 
@@ -49,10 +52,11 @@ impl EntryLog {
                 .collect()
         };
         let deleted = self.shared.delete_ledgers_if(&victims, token);
-        if !deleted.is_empty() {
+        // Removing segments writes the state (tombstones included) before unlinking.
+        let (removed, reclaimed) = self.shared.remove_dead_segments()?;
+        if !deleted.is_empty() && removed == 0 {
             self.shared.persist_state(false)?;
         }
-        let (removed, reclaimed) = self.shared.remove_dead_segments()?;
         M::add(
             &self.shared.metrics.reclaimed_deletion_space_bytes,
             reclaimed,
@@ -120,7 +124,7 @@ impl Shared {
 
     /// Removes segments with no live bytes (not being compacted). Returns (count, bytes).
     pub(crate) fn remove_dead_segments(&self) -> Result<(usize, u64)> {
-        let dead: Vec<(u64, usize, u64)> = {
+        let dead: Vec<(u64, usize, u64, Vec<u64>)> = {
             let mut g = self.inner.lock();
             let ids: Vec<u64> = g
                 .index
@@ -139,8 +143,8 @@ impl Shared {
                         }
                     }
                 }
-                if let Some(s) = g.index.remove_segment(id) {
-                    v.push((id, s.dir, s.file_len));
+                if let Some(s) = g.index.forget_segment(id) {
+                    v.push((id, s.dir, s.file_len, s.ledgers));
                 }
             }
             self.update_gauges_locked(&g);
@@ -155,7 +159,7 @@ impl Shared {
         let mut disk = self.aux_disk.lock();
         let mut dirs = HashSet::new();
         let mut bytes = 0;
-        for (id, dir, len) in &dead {
+        for (id, dir, len, _) in &dead {
             self.remove_segment_file(disk.as_mut(), *id, &self.seg_path(*dir, *id))?;
             dirs.insert(*dir);
             bytes += len;
@@ -163,6 +167,11 @@ impl Shared {
         for d in dirs {
             disk.sync_dir(&self.dirs[d])
                 .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
+        }
+        // The files are gone for good: their ledgers' tombstones may now expire.
+        let mut g = self.inner.lock();
+        for (_, _, _, ledgers) in &dead {
+            g.index.release_refs(ledgers);
         }
         Ok((dead.len(), bytes))
     }

@@ -7,8 +7,9 @@
 //!   runs, the last run holding it (highest precedence) is the current copy;
 //! - `SegmentMeta::live_bytes` is the sum of payload lengths of the current copies
 //!   held by the segment whose ledger still exists; it only decreases after install;
-//! - `seg_refs[ledger]` counts segments whose footer names the ledger (dead or not),
-//!   so a deletion tombstone is kept while any footer could resurrect the ledger.
+//! - `seg_refs[ledger]` counts segments whose footer names the ledger (dead or not,
+//!   and forgotten ones until their file is removed), so a deletion tombstone is kept
+//!   while any footer could resurrect the ledger.
 
 use crate::format::EntryLoc;
 use bytes::Bytes;
@@ -118,8 +119,21 @@ impl Index {
 
     /// Removes a segment's metadata (its runs must already be gone or dead).
     pub fn remove_segment(&mut self, id: u64) -> Option<SegmentMeta> {
-        let meta = self.segments.remove(&id)?;
-        for l in &meta.ledgers {
+        let meta = self.forget_segment(id)?;
+        self.release_refs(&meta.ledgers);
+        Some(meta)
+    }
+
+    /// Removes a segment's metadata but keeps counting it in `seg_refs` while its
+    /// file still exists: call [`Index::release_refs`] with its ledgers once the file
+    /// is removed (until then, the tombstones of its ledgers are kept).
+    pub fn forget_segment(&mut self, id: u64) -> Option<SegmentMeta> {
+        self.segments.remove(&id)
+    }
+
+    /// Stops counting a removed segment file that named `ledgers`.
+    pub fn release_refs(&mut self, ledgers: &[u64]) {
+        for l in ledgers {
             if let Some(c) = self.seg_refs.get_mut(l) {
                 *c -= 1;
                 if *c == 0 {
@@ -127,7 +141,6 @@ impl Index {
                 }
             }
         }
-        Some(meta)
     }
 
     /// Installs a run of the highest precedence so far for this ledger (a flush, or a
