@@ -117,16 +117,10 @@ impl Index {
         self.segments.insert(id, meta);
     }
 
-    /// Removes a segment's metadata (its runs must already be gone or dead).
-    pub fn remove_segment(&mut self, id: u64) -> Option<SegmentMeta> {
-        let meta = self.forget_segment(id)?;
-        self.release_refs(&meta.ledgers);
-        Some(meta)
-    }
-
-    /// Removes a segment's metadata but keeps counting it in `seg_refs` while its
-    /// file still exists: call [`Index::release_refs`] with its ledgers once the file
-    /// is removed (until then, the tombstones of its ledgers are kept).
+    /// Removes a segment's metadata (its runs must already be gone or dead) but keeps
+    /// counting it in `seg_refs` while its file still exists: call
+    /// [`Index::release_refs`] with its ledgers once the file is removed (until then,
+    /// the tombstones of its ledgers are kept).
     pub fn forget_segment(&mut self, id: u64) -> Option<SegmentMeta> {
         self.segments.remove(&id)
     }
@@ -254,8 +248,10 @@ mod tests {
         assert_eq!(ix.segments[&10].live_bytes, 0);
         assert_eq!(ix.segments[&11].live_bytes, 0);
         assert_eq!(ix.seg_refs[&1], 2);
-        ix.remove_segment(10);
-        ix.remove_segment(11);
+        for id in [10, 11] {
+            let m = ix.forget_segment(id).unwrap();
+            ix.release_refs(&m.ledgers);
+        }
         assert!(ix.seg_refs.is_empty());
     }
 }

@@ -67,8 +67,9 @@ fn corruption_path(r: bk_entrylog::Result<EntryLog>) -> PathBuf {
         }
         Err(e) => panic!("expected a corruption refusal, got {e}"),
         Ok(log) => {
-            let answer = log.get_entry(1, EntrySelector::Id(0)).err();
-            panic!("start-up was not refused; entry 1/0 answers {answer:?}")
+            let a0 = log.get_entry(1, EntrySelector::Id(0)).err();
+            let a150 = log.get_entry(1, EntrySelector::Id(150)).err();
+            panic!("start-up was not refused; entry 1/0 answers {a0:?}, 1/150 {a150:?}")
         }
     }
 }
