@@ -162,7 +162,11 @@ async fn corrupt_entry_answers_eio_for_itself_and_neighbours_are_served() {
     assert_eq!(v3_status(&c3.v3_read(1, 50).await), StatusCode::Eio);
     assert_eq!(v3_status(&c3.v3_read(1, 51).await), StatusCode::Eok);
     let batch = batch_read(&mut c, 0).await;
-    assert_eq!(batch.len(), 50, "a batch from 0 stops before the corrupt entry");
+    assert_eq!(
+        batch.len(),
+        50,
+        "a batch from 0 stops before the corrupt entry"
+    );
     assert_eq!(batch[49], built(49));
     stop(server, storage).await;
 }
@@ -173,7 +177,10 @@ async fn deleted_segment_refuses_start_up_instead_of_enoentry() {
     bookie_with_100_entries(dir.path()).await;
     let segs = segments(dir.path());
     std::fs::remove_file(&segs[0]).unwrap();
-    let err = open_storage(dir.path()).await.err().expect("start-up refused");
+    let err = open_storage(dir.path())
+        .await
+        .err()
+        .expect("start-up refused");
     assert!(err.contains(&segs[0].display().to_string()), "{err}");
 }
 
@@ -188,7 +195,10 @@ async fn deleted_state_file_refuses_start_up_and_fencing_survives() {
     stop(server, storage).await;
     let state = dir.path().join("ledgers").join("ledgers.state");
     std::fs::remove_file(&state).unwrap();
-    let err = open_storage(dir.path()).await.err().expect("start-up refused");
+    let err = open_storage(dir.path())
+        .await
+        .err()
+        .expect("start-up refused");
     assert!(err.contains(&state.display().to_string()), "{err}");
 }
 
@@ -216,7 +226,10 @@ async fn deleted_state_file_without_segments_refuses_after_a_checkpoint() {
             };
             let mut c = Client::connect(server.local_addr()).await;
             let r = c.v2_add(Flags::NONE, key(), entry(7, 0, -1, b"x")).await;
-            panic!("start-up was not refused; an add to fenced ledger 7 answers {:?}", r.error);
+            panic!(
+                "start-up was not refused; an add to fenced ledger 7 answers {:?}",
+                r.error
+            );
         }
     }
 }

@@ -313,11 +313,7 @@ impl RealStorage {
 /// Whether any journal directory holds a checkpoint with a mark above 0 (a checkpoint
 /// the bookie wrote after a flush; a fresh journal's mark is 0). A file that cannot be
 /// read says nothing here: `Journal::open` reports it.
-fn journal_has_checkpoint(
-    dirs: &[PathBuf],
-    disks: &bk_journal::DiskFactory,
-    direct: bool,
-) -> bool {
+fn journal_has_checkpoint(dirs: &[PathBuf], disks: &bk_journal::DiskFactory, direct: bool) -> bool {
     dirs.iter().enumerate().any(|(i, dir)| {
         let Ok(mut disk) = disks(i) else {
             return false;
@@ -341,8 +337,11 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
     // A journal checkpoint above 0 follows a completed entry-log flush, which wrote
     // `ledgers.state`: its absence then is a lost file, not a fresh bookie.
     let mut entry_log_config = config.entry_log.clone();
-    entry_log_config.require_state_file =
-        journal_has_checkpoint(&config.journal_dirs, &journal_disks, config.journal.direct_io);
+    entry_log_config.require_state_file = journal_has_checkpoint(
+        &config.journal_dirs,
+        &journal_disks,
+        config.journal.direct_io,
+    );
     let log = EntryLog::open(
         config.ledger_dirs.clone(),
         entry_log_config,
