@@ -306,6 +306,8 @@ impl Shared {
         // Switch the index over: for each ledger the group's runs are replaced by one
         // run holding the copies that are still current.
         let src: HashSet<u64> = ids.iter().copied().collect();
+        // Ledgers named by the old segments, counted until their files are removed.
+        let mut forgotten: Vec<u64> = Vec::new();
         {
             let mut g = self.inner.lock();
             let g = &mut *g;
@@ -375,7 +377,9 @@ impl Shared {
             }
             let old_len: u64 = old.iter().map(|x| x.2).sum();
             for (id, _, _) in &old {
-                g.index.remove_segment(*id);
+                if let Some(m) = g.index.forget_segment(*id) {
+                    forgotten.extend(m.ledgers);
+                }
             }
             report.reclaimed_bytes += old_len.saturating_sub(new_file_len);
             M::add(
@@ -387,7 +391,9 @@ impl Shared {
         report.output_segments += usize::from(written.is_some());
         M::add(&self.metrics.compaction_total, old.len() as u64);
         // The new segment is durable (write_segment synced it and its directory): the
-        // old files may go.
+        // old files may go, once the ledger-state file no longer lists them
+        // (docs/durability.md, "What is detected and how").
+        self.persist_state(false)?;
         let mut dirs = HashSet::new();
         for (id, d, _) in &old {
             self.remove_segment_file(disk, *id, &self.seg_path(*d, *id))?;
@@ -397,6 +403,8 @@ impl Shared {
             disk.sync_dir(&self.dirs[d])
                 .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
         }
+        // The old files are gone for good: their ledgers' tombstones may now expire.
+        self.inner.lock().index.release_refs(&forgotten);
         Ok(())
     }
 

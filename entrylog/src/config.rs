@@ -64,6 +64,10 @@ pub struct EntryLogConfig {
     /// stock default true); when false, only once every directory is full, and full
     /// directories just stop taking new segments.
     pub read_only_on_any_dir_full: bool,
+    /// Refuse to open without a `ledgers.state` file even when no segment exists: the
+    /// caller knows the entry log held state (the bookie sets it when a journal has a
+    /// checkpoint, which only follows a completed flush). Not a configuration key.
+    pub require_state_file: bool,
 }
 
 impl Default for EntryLogConfig {
@@ -89,6 +93,7 @@ impl Default for EntryLogConfig {
             disk_usage_lwm_threshold: 0.95,
             segment_max_bytes: 1 << 30,
             read_only_on_any_dir_full: true,
+            require_state_file: false,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! the call is durable and the ledger state written after them is durable.
 
 use crate::disk_usage::DirState;
-use crate::format::{LedgerStateRecord, StateFile};
+use crate::format::{LedgerStateRecord, SegmentRecord, StateFile};
 use crate::index::{LedgerMeta, Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
 use crate::room;
@@ -387,12 +387,25 @@ impl Shared {
             let mut tombstones: Vec<(u64, u64)> =
                 g.tombstones.iter().map(|(a, b)| (*a, *b)).collect();
             tombstones.sort_unstable();
+            // BTreeMap order: ascending ids, as the format wants.
+            let segments = g
+                .index
+                .segments
+                .iter()
+                .map(|(id, m)| SegmentRecord {
+                    segment_id: *id,
+                    seq: m.seq,
+                    file_len: m.file_len,
+                    dir_index: m.dir as u32,
+                })
+                .collect();
             let s = StateFile {
                 epoch: g.state_epoch,
                 checkpoints,
                 next_segment_id: g.next_segment_id,
                 ledgers,
                 tombstones,
+                segments: Some(segments),
             };
             (s.encode(), g.state_epoch, checkpoints)
         };

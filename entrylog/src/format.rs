@@ -410,7 +410,7 @@ pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatEr
 //
 // Format:
 //   0..8    magic "BKLSTATE"
-//   8..12   version: u32 LE (= 1)
+//   8..12   version: u32 LE (= 2; version 1 is read too: it has no segment list)
 //   12..16  body_crc32c: u32 LE over the body
 //   16..24  body_len: u64 LE
 //   24..    body:
@@ -426,11 +426,21 @@ pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatEr
 //       elac_len: u32 LE, explicit LAC body (present when bit2)
 //     tombstone_count: u32 LE
 //     tombstone_count × { ledger_id: u64 LE, checkpoints_at_deletion: u64 LE }
+//     (version 2 only) segment_count: u32 LE
+//     segment_count × segment record, segment ids strictly increasing:
+//       segment_id: u64 LE, seq: u64 LE, file_len: u64 LE, dir_index: u32 LE, reserved u32 (0)
+//     The segments the entry log relies on when the file was written: every one of them
+//     must exist at start-up with that length (a segment is dropped from this list, durably,
+//     before its file is removed); a segment on disk that is not listed is newer than the
+//     file (flushed after it) and is loaded as usual.
 //   then zero padding to a multiple of 4096 (ignored).
 // ---------------------------------------------------------------------------------
 
 const STATE_MAGIC: &[u8; 8] = b"BKLSTATE";
-const STATE_VERSION: u32 = 1;
+const STATE_VERSION: u32 = 2;
+/// The version without a segment list (still read, so an upgrade starts).
+const STATE_VERSION_NO_SEGMENTS: u32 = 1;
+const STATE_SEGMENT_RECORD_LEN: usize = 32;
 const STATE_HEADER_LEN: usize = 24;
 /// Largest explicit LAC body kept (a LAC body is 16 bytes plus a digest).
 pub const MAX_EXPLICIT_LAC_BYTES: usize = 64 * 1024;
@@ -445,6 +455,16 @@ pub struct LedgerStateRecord {
     pub lac: Option<u64>,
 }
 
+/// A segment the entry log relies on, as recorded in the ledger-state file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentRecord {
+    pub segment_id: u64,
+    pub seq: u64,
+    pub file_len: u64,
+    /// Index of its ledger directory in the configured list (for messages).
+    pub dir_index: u32,
+}
+
 /// The whole ledger-state file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StateFile {
@@ -454,6 +474,8 @@ pub struct StateFile {
     pub ledgers: Vec<LedgerStateRecord>,
     /// (ledger, `checkpoints` at deletion)
     pub tombstones: Vec<(u64, u64)>,
+    /// The segments that must exist; `None` when read from a version-1 file.
+    pub segments: Option<Vec<SegmentRecord>>,
 }
 
 impl StateFile {
@@ -486,6 +508,15 @@ impl StateFile {
             body.extend_from_slice(&l.to_le_bytes());
             body.extend_from_slice(&e.to_le_bytes());
         }
+        let segments = self.segments.as_deref().unwrap_or_default();
+        body.extend_from_slice(&(segments.len() as u32).to_le_bytes());
+        for sg in segments {
+            body.extend_from_slice(&sg.segment_id.to_le_bytes());
+            body.extend_from_slice(&sg.seq.to_le_bytes());
+            body.extend_from_slice(&sg.file_len.to_le_bytes());
+            body.extend_from_slice(&sg.dir_index.to_le_bytes());
+            body.extend_from_slice(&0u32.to_le_bytes());
+        }
         let mut out = Vec::with_capacity(STATE_HEADER_LEN + body.len());
         out.extend_from_slice(STATE_MAGIC);
         out.extend_from_slice(&STATE_VERSION.to_le_bytes());
@@ -502,7 +533,7 @@ impl StateFile {
             return err("bad ledger-state magic");
         }
         let version = r.u32("state version")?;
-        if version != STATE_VERSION {
+        if version != STATE_VERSION && version != STATE_VERSION_NO_SEGMENTS {
             return err(format!("unsupported ledger-state version {version}"));
         }
         let crc = r.u32("state crc")?;
@@ -569,6 +600,34 @@ impl StateFile {
         for _ in 0..t {
             tombstones.push((r.u64("tombstone ledger")?, r.u64("tombstone epoch")?));
         }
+        let segments = if version == STATE_VERSION_NO_SEGMENTS {
+            None
+        } else {
+            let n = r.u32("segment count")? as usize;
+            if n > r.remaining() / STATE_SEGMENT_RECORD_LEN {
+                return err(format!("ledger-state claims {n} segments, too many"));
+            }
+            let mut v: Vec<SegmentRecord> = Vec::with_capacity(n);
+            for _ in 0..n {
+                let rec = SegmentRecord {
+                    segment_id: r.u64("segment id")?,
+                    seq: r.u64("segment seq")?,
+                    file_len: r.u64("segment length")?,
+                    dir_index: r.u32("segment directory")?,
+                };
+                if r.u32("segment reserved")? != 0 {
+                    return err(format!("segment {}: reserved bytes set", rec.segment_id));
+                }
+                if v.last().is_some_and(|p| p.segment_id >= rec.segment_id) {
+                    return err(format!(
+                        "ledger-state segment ids not increasing at {}",
+                        rec.segment_id
+                    ));
+                }
+                v.push(rec);
+            }
+            Some(v)
+        };
         if r.remaining() != 0 {
             return err(format!(
                 "{} trailing bytes in ledger-state body",
@@ -581,6 +640,7 @@ impl StateFile {
             next_segment_id,
             ledgers,
             tombstones,
+            segments,
         })
     }
 }
@@ -687,6 +747,20 @@ mod tests {
                 },
             ],
             tombstones: vec![(4, 2)],
+            segments: Some(vec![
+                SegmentRecord {
+                    segment_id: 3,
+                    seq: 3,
+                    file_len: 8192,
+                    dir_index: 0,
+                },
+                SegmentRecord {
+                    segment_id: 7,
+                    seq: 5,
+                    file_len: 4096,
+                    dir_index: 1,
+                },
+            ]),
         };
         let mut enc = s.encode();
         assert_eq!(StateFile::decode(&enc).unwrap(), s);
@@ -697,5 +771,27 @@ mod tests {
         }
         enc[30] ^= 1;
         assert!(StateFile::decode(&enc).is_err());
+    }
+
+    #[test]
+    fn state_file_version_1_reads_without_segment_list() {
+        let s = StateFile {
+            epoch: 1,
+            next_segment_id: 2,
+            ..Default::default()
+        };
+        let v2 = s.encode();
+        // Version 1 is version 2 without the trailing segment count.
+        let body = &v2[STATE_HEADER_LEN..v2.len() - 4];
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(STATE_MAGIC);
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+        v1.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v1.extend_from_slice(body);
+        let d = StateFile::decode(&v1).unwrap();
+        assert_eq!(d.segments, None);
+        assert_eq!(d.epoch, 1);
+        assert_eq!(StateFile::decode(&v2).unwrap().segments, Some(vec![]));
     }
 }

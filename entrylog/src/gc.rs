@@ -28,8 +28,11 @@ impl EntryLog {
     /// Deletes one ledger now and makes the deletion durable before returning.
     pub fn delete_ledger(&self, ledger: u64) -> Result<bool> {
         let deleted = self.shared.delete_ledgers(&[ledger]);
-        self.shared.persist_state(false)?;
-        self.shared.remove_dead_segments(None)?;
+        // Removing segments writes the state (tombstones included) before unlinking.
+        let (removed, _) = self.shared.remove_dead_segments(None)?;
+        if removed == 0 {
+            self.shared.persist_state(false)?;
+        }
         Ok(deleted.len() == 1)
     }
 
@@ -72,10 +75,11 @@ impl EntryLog {
                 .collect()
         };
         let deleted = self.shared.delete_ledgers_if(&victims, token);
-        if !deleted.is_empty() {
+        // Removing segments writes the state (tombstones included) before unlinking.
+        let (removed, reclaimed) = self.shared.remove_dead_segments(Some(cancel))?;
+        if !deleted.is_empty() && removed == 0 {
             self.shared.persist_state(false)?;
         }
-        let (removed, reclaimed) = self.shared.remove_dead_segments(Some(cancel))?;
         M::add(
             &self.shared.metrics.reclaimed_deletion_space_bytes,
             reclaimed,
@@ -144,12 +148,14 @@ impl Shared {
 
     /// Removes segments with no live bytes (not being compacted). Returns (count, bytes)
     /// of the files removed; stops before the next file once `cancel` is cancelled
-    /// (module docs).
+    /// (module docs): a file left behind is no longer listed in the state, exactly as
+    /// after a crash between the state write and the unlink, and its ledgers keep their
+    /// tombstones.
     pub(crate) fn remove_dead_segments(&self, cancel: Option<&Cancel>) -> Result<(usize, u64)> {
         if cancel.is_some_and(Cancel::is_cancelled) {
             return Ok((0, 0));
         }
-        let dead: Vec<(u64, usize, u64)> = {
+        let dead: Vec<(u64, usize, u64, Vec<u64>)> = {
             let mut g = self.inner.lock();
             let ids: Vec<u64> = g
                 .index
@@ -168,8 +174,8 @@ impl Shared {
                         }
                     }
                 }
-                if let Some(s) = g.index.remove_segment(id) {
-                    v.push((id, s.dir, s.file_len));
+                if let Some(s) = g.index.forget_segment(id) {
+                    v.push((id, s.dir, s.file_len, s.ledgers));
                 }
             }
             self.update_gauges_locked(&g);
@@ -178,11 +184,14 @@ impl Shared {
         if dead.is_empty() {
             return Ok((0, 0));
         }
+        // The ledger-state file lists the segments that must exist: drop these from it
+        // durably before their files go (docs/durability.md, "What is detected and how").
+        self.persist_state(false)?;
         let mut disk = self.aux_disk.lock();
         let mut dirs = HashSet::new();
         let mut bytes = 0;
         let mut removed = 0;
-        for (id, dir, len) in &dead {
+        for (id, dir, len, _) in &dead {
             if cancel.is_some_and(Cancel::is_cancelled) {
                 break;
             }
@@ -194,6 +203,12 @@ impl Shared {
         for d in dirs {
             disk.sync_dir(&self.dirs[d])
                 .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
+        }
+        // The files are gone for good: their ledgers' tombstones may now expire (not
+        // those of files a cancel left behind).
+        let mut g = self.inner.lock();
+        for (_, _, _, ledgers) in &dead[..removed] {
+            g.index.release_refs(ledgers);
         }
         Ok((removed, bytes))
     }

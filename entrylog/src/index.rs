@@ -7,8 +7,9 @@
 //!   runs, the last run holding it (highest precedence) is the current copy;
 //! - `SegmentMeta::live_bytes` is the sum of payload lengths of the current copies
 //!   held by the segment whose ledger still exists; it only decreases after install;
-//! - `seg_refs[ledger]` counts segments whose footer names the ledger (dead or not),
-//!   so a deletion tombstone is kept while any footer could resurrect the ledger.
+//! - `seg_refs[ledger]` counts segments whose footer names the ledger (dead or not,
+//!   and forgotten ones until their file is removed), so a deletion tombstone is kept
+//!   while any footer could resurrect the ledger.
 
 use crate::format::EntryLoc;
 use bytes::Bytes;
@@ -116,10 +117,17 @@ impl Index {
         self.segments.insert(id, meta);
     }
 
-    /// Removes a segment's metadata (its runs must already be gone or dead).
-    pub fn remove_segment(&mut self, id: u64) -> Option<SegmentMeta> {
-        let meta = self.segments.remove(&id)?;
-        for l in &meta.ledgers {
+    /// Removes a segment's metadata (its runs must already be gone or dead) but keeps
+    /// counting it in `seg_refs` while its file still exists: call
+    /// [`Index::release_refs`] with its ledgers once the file is removed (until then,
+    /// the tombstones of its ledgers are kept).
+    pub fn forget_segment(&mut self, id: u64) -> Option<SegmentMeta> {
+        self.segments.remove(&id)
+    }
+
+    /// Stops counting a removed segment file that named `ledgers`.
+    pub fn release_refs(&mut self, ledgers: &[u64]) {
+        for l in ledgers {
             if let Some(c) = self.seg_refs.get_mut(l) {
                 *c -= 1;
                 if *c == 0 {
@@ -127,7 +135,6 @@ impl Index {
                 }
             }
         }
-        Some(meta)
     }
 
     /// Installs a run of the highest precedence so far for this ledger (a flush, or a
@@ -241,8 +248,10 @@ mod tests {
         assert_eq!(ix.segments[&10].live_bytes, 0);
         assert_eq!(ix.segments[&11].live_bytes, 0);
         assert_eq!(ix.seg_refs[&1], 2);
-        ix.remove_segment(10);
-        ix.remove_segment(11);
+        for id in [10, 11] {
+            let m = ix.forget_segment(id).unwrap();
+            ix.release_refs(&m.ledgers);
+        }
         assert!(ix.seg_refs.is_empty());
     }
 }

@@ -31,6 +31,7 @@
 pub mod cancel;
 mod compaction;
 pub mod config;
+mod corruption_report;
 pub mod disk_usage;
 pub mod error;
 mod flush;
@@ -39,6 +40,7 @@ mod gc;
 mod index;
 mod ledger_state;
 pub mod metrics;
+mod must_exist;
 mod open;
 mod read;
 mod read_cache;
@@ -148,6 +150,8 @@ struct Shared {
     /// entries it covers take them from the cache instead of reading them again.
     readahead_cv: Condvar,
     metrics: EntryLogMetrics,
+    /// Corrupt entries already logged and counted (`corruption_report`).
+    corrupt_reported: Mutex<corruption_report::Reported>,
     stop: AtomicBool,
     /// Serialises mode notifications, so listeners see changes in order.
     mode_watch: Mutex<ModeWatch>,
@@ -215,7 +219,8 @@ impl EntryLog {
     /// Reads consecutive entries from `start`: the first is always returned (or its
     /// error); then entries `start+1, ...` while fewer than `max_count` (0 = no limit)
     /// and while the total of `4 + len` over returned entries stays within `max_bytes`;
-    /// stops silently at the first entry that cannot be read (docs/semantics.md §10.3: the
+    /// stops at the first entry that cannot be read, returning those before it (a
+    /// corrupt one is logged and counted by the read; docs/semantics.md §10.3: the
     /// bookie passes `min(maxSize, maxBatchReadSize) - 36`).
     pub fn get_entries(
         &self,

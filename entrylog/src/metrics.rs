@@ -120,6 +120,9 @@ pub struct EntryLogMetrics {
     pub segment_space_bytes: AtomicU64,
     /// `ACTIVE_LEDGER_TOTAL` / `ledgers_count`.
     pub active_ledgers: AtomicU64,
+    /// Not stock (`bookie_rs_entrylog_corrupt_entries`): corrupt entries detected by
+    /// reads, each stored copy counted once (`corruption_report`).
+    pub corrupt_entries: AtomicU64,
 }
 
 impl EntryLogMetrics {

@@ -4,12 +4,14 @@
 //!
 //! Invariants: a final-named segment that fails its checks stops start-up with
 //! `Error::Corruption` (never dropped silently); when every copy of the ledger state is
-//! unreadable start-up fails rather than forget fences and deletions; runs of tombstoned
-//! ledgers are not installed.
+//! unreadable, or missing while segments exist, start-up fails rather than forget
+//! fences and deletions; a segment the ledger-state file lists that is missing stops
+//! start-up (`must_exist`); runs of tombstoned ledgers are not installed.
 
 use crate::format::StateFile;
 use crate::index::{Index, LedgerMeta, Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
+use crate::must_exist::{self, FoundSegment};
 use crate::read_cache::ReadCache;
 use crate::write_cache::CacheHalf;
 use crate::{
@@ -93,6 +95,12 @@ impl EntryLog {
                 return Err(e);
             }
         }
+        must_exist::check_state_present(
+            &dirs,
+            state.is_some(),
+            seg_files.len(),
+            cfg.require_state_file,
+        )?;
         let state = state.unwrap_or_default();
         let tombstones: HashMap<u64, u64> = state.tombstones.iter().copied().collect();
         for rec in &state.ledgers {
@@ -118,10 +126,24 @@ impl EntryLog {
                     detail: format!("trailer names segment {}", tr.segment_id),
                 });
             }
-            loaded.push((tr.seq, id, di, tr, runs, file_len));
+            loaded.push((tr.seq, id, di, tr, runs, file_len, path));
         }
+        let found: HashMap<u64, FoundSegment<'_>> = loaded
+            .iter()
+            .map(|x| {
+                (
+                    x.1,
+                    FoundSegment {
+                        path: &x.6,
+                        file_len: x.5,
+                    },
+                )
+            })
+            .collect();
+        must_exist::check_recorded_segments(&dirs, &state, &found)?;
+        drop(found);
         loaded.sort_by_key(|x| (x.0, x.1));
-        for (seq, id, di, tr, runs, file_len) in loaded {
+        for (seq, id, di, tr, runs, file_len, _) in loaded {
             index.add_segment(
                 id,
                 SegmentMeta {
@@ -192,6 +214,7 @@ impl EntryLog {
             readers,
             next_reader: AtomicUsize::new(0),
             metrics,
+            corrupt_reported: Mutex::default(),
             stop: AtomicBool::new(false),
             mode_watch: Default::default(),
             cfg,

@@ -7,10 +7,12 @@
 //! catch-up reader at queue depth N reads each byte once instead of N batches.
 //!
 //! Invariants: every byte returned from a segment passed the length and CRC32C check
-//! against its footer entry (else `Error::Corruption`); the read cache only answers for the current copy
+//! against its footer entry (else `Error::Corruption`), each entry of a read-ahead
+//! batch on its own: a corrupt entry fails only itself and is reported
+//! (`corruption_report`), its intact neighbours are cached and served; the read cache only answers for the current copy
 //! of an entry; the index lock is never held during disk I/O.
 
-use crate::format::EntryLoc;
+use crate::format::{EntryLoc, FormatError};
 use crate::metrics::EntryLogMetrics as M;
 use crate::{lac_field, segment, EntrySelector, Error, ReaderSlot, Result, Shared};
 use bk_disk::OpenOptions;
@@ -145,24 +147,43 @@ impl Shared {
             });
             let started = Instant::now();
             match self.read_from_disk(seg, &path, ledger, &locs) {
-                Ok(mut v) => {
+                Ok(v) => {
                     self.metrics.read_entry_latency.record(started.elapsed());
-                    if v.len() > 1 {
+                    debug_assert_eq!(locs[0].entry, entry);
+                    debug_assert_eq!(v.len(), locs.len());
+                    let mut v = v.into_iter().zip(locs.iter());
+                    let first = v.next();
+                    if locs.len() > 1 {
+                        // Each neighbour on its own: the intact ones are cached, a
+                        // corrupt one is reported and left to answer for itself.
                         M::add(&self.metrics.readahead_batch_count, 1);
-                        M::add(&self.metrics.readahead_entries, v.len() as u64 - 1);
                         let mut rc = self.read_cache.lock();
-                        for (l, b) in locs.iter().zip(v.iter()).skip(1) {
-                            rc.insert(ledger, l.entry, seg, l.offset, b.clone());
+                        for (r, l) in v {
+                            match r {
+                                Ok(b) => {
+                                    M::add(&self.metrics.readahead_entries, 1);
+                                    rc.insert(ledger, l.entry, seg, l.offset, b);
+                                }
+                                Err(e) => self.report_corrupt_entry(&path, seg, ledger, l, &e),
+                            }
                         }
                         M::set(&self.metrics.read_cache_size, rc.bytes() as u64);
                         M::set(&self.metrics.read_cache_count, rc.count() as u64);
                     }
-                    debug_assert_eq!(locs[0].entry, entry);
-                    v.truncate(1);
-                    return v.pop().ok_or(Error::NoEntry {
-                        ledger,
-                        entry: Some(entry),
-                    });
+                    return match first {
+                        Some((Ok(b), _)) => Ok(b),
+                        Some((Err(e), l)) => {
+                            self.report_corrupt_entry(&path, seg, ledger, l, &e);
+                            Err(Error::Corruption {
+                                path,
+                                detail: e.to_string(),
+                            })
+                        }
+                        None => Err(Error::Corruption {
+                            path,
+                            detail: format!("read of entry {ledger}/{entry} returned nothing"),
+                        }),
+                    };
                 }
                 // The segment was compacted away between planning and reading: retry.
                 Err(Error::Io { source, .. })
@@ -193,7 +214,7 @@ impl Shared {
         path: &Path,
         ledger: u64,
         locs: &[EntryLoc],
-    ) -> Result<Vec<Bytes>> {
+    ) -> Result<Vec<std::result::Result<Bytes, FormatError>>> {
         let direct = self.cfg.direct_io;
         self.with_reader(|r| {
             let file = match r.files.get(&seg) {
@@ -219,7 +240,7 @@ impl Shared {
                     f
                 }
             };
-            segment::read_entries(r.disk.as_mut(), file, path, ledger, locs)
+            segment::read_entries_each(r.disk.as_mut(), file, path, ledger, locs)
         })
     }
 

@@ -424,7 +424,8 @@ pub fn read_err(path: &Path, e: io::Error) -> Error {
 }
 
 /// Reads consecutive entries `locs` (adjacent in the file, ascending) of `ledger`
-/// in one read and verifies each one against its CRC32C.
+/// in one read and verifies each one against its CRC32C; the first corrupt one fails
+/// the whole call (compaction copies all or nothing).
 pub fn read_entries(
     disk: &mut dyn Disk,
     file: FileId,
@@ -432,6 +433,22 @@ pub fn read_entries(
     ledger: u64,
     locs: &[EntryLoc],
 ) -> Result<Vec<Bytes>> {
+    read_entries_each(disk, file, path, ledger, locs)?
+        .into_iter()
+        .map(|r| r.map_err(|e| corruption(path, e)))
+        .collect()
+}
+
+/// Like [`read_entries`], but verifies each entry on its own: the outer error is the
+/// read itself failing; each entry is its payload or why it failed its check, so one
+/// corrupt entry does not fail its neighbours (the read path's read-ahead).
+pub fn read_entries_each(
+    disk: &mut dyn Disk,
+    file: FileId,
+    path: &Path,
+    ledger: u64,
+    locs: &[EntryLoc],
+) -> Result<Vec<std::result::Result<Bytes, format::FormatError>>> {
     let (Some(first), Some(last)) = (locs.first(), locs.last()) else {
         return Ok(Vec::new());
     };
@@ -439,14 +456,13 @@ pub fn read_entries(
     let (buf, skip) = read_span(disk, file, first.offset, (end - first.offset) as usize)
         .map_err(|e| read_err(path, e))?;
     let data = buf.as_slice();
-    let mut out = Vec::with_capacity(locs.len());
-    for l in locs {
-        let at = skip + (l.offset - first.offset) as usize;
-        let payload =
-            format::check_entry(&data[at..], ledger, l).map_err(|e| corruption(path, e))?;
-        out.push(Bytes::copy_from_slice(payload));
-    }
-    Ok(out)
+    Ok(locs
+        .iter()
+        .map(|l| {
+            let at = skip + (l.offset - first.offset) as usize;
+            format::check_entry(&data[at..], ledger, l).map(Bytes::copy_from_slice)
+        })
+        .collect())
 }
 
 /// Reads a whole small file (the ledger-state file). It has no size bound of its own

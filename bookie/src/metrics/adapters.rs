@@ -190,6 +190,11 @@ pub fn entrylog_collector(m: Arc<EntryLogMetrics>) -> impl Fn(&mut Scrape) + Sen
             g(&m.reclaimed_compaction_space_bytes),
         );
         s.counter("bookie_MAJOR_COMPACTION_TOTAL", &[], g(&m.compaction_total));
+        s.counter(
+            "bookie_rs_entrylog_corrupt_entries",
+            &[],
+            g(&m.corrupt_entries),
+        );
         s.gauge(
             "bookie_ACTIVE_ENTRY_LOG_TOTAL",
             &[],

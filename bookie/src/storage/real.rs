@@ -1,7 +1,8 @@
 //! Adapters from bk-journal and bk-entrylog to the request path's narrow interfaces, and
 //! [`open`], which brings a bookie's storage up in the order durability needs:
 //!
-//! 1. open the entry log (segments + ledger-state file);
+//! 1. open the entry log (segments + ledger-state file; the state file is required
+//!    when a journal checkpoint shows a flush completed);
 //! 2. open the journal, replaying every record above each journal's checkpoint mark
 //!    into the entry log (entries, master keys, fences, explicit LACs);
 //! 3. flush the entry log, then checkpoint the journal at the mark taken after replay;
@@ -379,6 +380,22 @@ impl RealStorage {
     }
 }
 
+/// Whether any journal directory holds a checkpoint with a mark above 0 (a checkpoint
+/// the bookie wrote after a flush; a fresh journal's mark is 0). A file that cannot be
+/// read says nothing here: `Journal::open` reports it.
+fn journal_has_checkpoint(dirs: &[PathBuf], disks: &bk_journal::DiskFactory, direct: bool) -> bool {
+    dirs.iter().enumerate().any(|(i, dir)| {
+        let Ok(mut disk) = disks(i) else {
+            return false;
+        };
+        let path = dir.join(bk_journal::format::CHECKPOINT_FILE);
+        bk_disk::read_small_file(disk.as_mut(), &path, direct, 1 << 20)
+            .ok()
+            .and_then(|b| bk_journal::format::CheckpointRecord::decode(&b).ok())
+            .is_some_and(|c| c.mark > 0)
+    })
+}
+
 /// Opens the entry log, replays the journal into it, flushes and checkpoints (module
 /// docs). Blocking; call before binding the port.
 pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStorage, StorageError> {
@@ -387,9 +404,17 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
         Arc::new(move || bk_disk::open_disk(&disk_config).map(|d| d.disk));
     let journal_disks: bk_journal::DiskFactory =
         Arc::new(move |_index| bk_disk::open_disk(&disk_config).map(|d| d.disk));
+    // A journal checkpoint above 0 follows a completed entry-log flush, which wrote
+    // `ledgers.state`: its absence then is a lost file, not a fresh bookie.
+    let mut entry_log_config = config.entry_log.clone();
+    entry_log_config.require_state_file = journal_has_checkpoint(
+        &config.journal_dirs,
+        &journal_disks,
+        config.journal.direct_io,
+    );
     let log = EntryLog::open(
         config.ledger_dirs.clone(),
-        config.entry_log.clone(),
+        entry_log_config,
         entry_log_disks,
     )
     .map_err(StorageError::from)?;

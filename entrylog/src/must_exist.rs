@@ -1,0 +1,86 @@
+//! What must exist at start-up: the checks that turn a missing `ledgers.state` or a
+//! missing or replaced segment file into a refusal to start, naming the file, instead
+//! of "no such ledger / no such entry" for entries that were acknowledged.
+//!
+//! Guarantees (docs/durability.md, "What is detected and how"):
+//! - the ledger-state file may be absent only from a fresh entry log: with any
+//!   final-named segment present (or the caller saying state existed,
+//!   `EntryLogConfig::require_state_file`) its absence is `Error::Corruption` naming it;
+//! - every segment the newest ledger-state file lists (format version 2,
+//!   `format::SegmentRecord`) exists with the recorded length, else `Error::Corruption`
+//!   naming the segment file. Segments on disk that it does not list are newer than it
+//!   and are loaded as usual; a version-1 file (no list) skips this check.
+
+use crate::format::StateFile;
+use crate::{segment, Error, Result, STATE_FILE};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Refuses a missing ledger-state file unless the entry log is fresh.
+/// `segments` counts the final-named segment files found.
+pub(crate) fn check_state_present(
+    dirs: &[PathBuf],
+    state_found: bool,
+    segments: usize,
+    required: bool,
+) -> Result<()> {
+    if state_found || (segments == 0 && !required) {
+        return Ok(());
+    }
+    let why = if segments > 0 {
+        format!("{segments} segment files exist")
+    } else {
+        "the journal has a checkpoint, so a flush wrote it".to_string()
+    };
+    Err(Error::Corruption {
+        path: dirs[0].join(STATE_FILE),
+        detail: format!(
+            "missing from every ledger directory while {why}: starting without it would \
+             forget fences, master keys and deletions; restore the file (refusing to start)"
+        ),
+    })
+}
+
+/// Where a segment file was found at start-up.
+pub(crate) struct FoundSegment<'a> {
+    pub path: &'a Path,
+    pub file_len: u64,
+}
+
+/// Checks every segment the ledger-state file lists against the files found.
+pub(crate) fn check_recorded_segments(
+    dirs: &[PathBuf],
+    state: &StateFile,
+    found: &HashMap<u64, FoundSegment<'_>>,
+) -> Result<()> {
+    let Some(recorded) = &state.segments else {
+        return Ok(());
+    };
+    for r in recorded {
+        match found.get(&r.segment_id) {
+            None => {
+                let dir = dirs.get(r.dir_index as usize).unwrap_or(&dirs[0]);
+                return Err(Error::Corruption {
+                    path: dir.join(segment::segment_name(r.segment_id)),
+                    detail: format!(
+                        "missing: {STATE_FILE} (epoch {}) lists this segment (seq {}, {} bytes) \
+                         and its entries were acknowledged; restore the file (refusing to start)",
+                        state.epoch, r.seq, r.file_len
+                    ),
+                });
+            }
+            Some(f) if f.file_len != r.file_len => {
+                return Err(Error::Corruption {
+                    path: f.path.to_path_buf(),
+                    detail: format!(
+                        "{} bytes, but {STATE_FILE} (epoch {}) recorded {} bytes: the file was \
+                         replaced or cut (refusing to start)",
+                        f.file_len, state.epoch, r.file_len
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
