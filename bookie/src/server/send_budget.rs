@@ -169,13 +169,23 @@ impl ResponseBudget {
     }
 
     /// Waits until both the connection's share and the send budget have room.
+    ///
+    /// The share is freed only by this connection's writes (signalled on `changed`), but
+    /// the send budget is freed by *any* connection's: waiting for it on `changed` would
+    /// leave a connection with nothing queued asleep for good while others hold the
+    /// budget, so it waits on the budget itself (one permit, given back at once).
     pub(super) async fn room(&self) {
         loop {
             let changed = self.estimate.changed.notified();
-            if self.share.available_permits() > 0 && self.send.available_permits() > 0 {
+            if self.share.available_permits() == 0 {
+                changed.await;
+                continue;
+            }
+            if self.send.available_permits() > 0 {
                 return;
             }
-            changed.await;
+            // The semaphore is never closed; an error would only mean no budget to wait for.
+            drop(self.send.acquire().await);
         }
     }
 }
@@ -225,6 +235,31 @@ mod tests {
         assert_eq!(send.available_permits(), 7900);
         drop(q);
         assert_eq!(send.available_permits(), 8000);
+    }
+
+    #[tokio::test]
+    async fn room_wakes_when_another_connection_frees_the_send_budget() {
+        // b has nothing queued; a holds the whole send budget. b's reader must wake
+        // when a's response is written, not only on a write of its own (which never
+        // comes: b reads nothing while it waits).
+        let send = Arc::new(Semaphore::new(2000));
+        let a = budget(2000, &send, 2000);
+        let b = budget(2000, &send, 2000);
+        let q = a.queue(Bytes::from(vec![0; 2000])).await;
+        let waiting = tokio::spawn({
+            let b = b.clone();
+            async move { b.room().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiting.is_finished(),
+            "no room while the send budget is held"
+        );
+        drop(q);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("b wakes when a's response is written")
+            .unwrap();
     }
 
     #[tokio::test]
