@@ -67,10 +67,14 @@ echo "  broker ready in $(($(date +%s) - t)) s"
 done) >"$PL_DIR/rss.trace" 2>/dev/null &
 sampler=$!
 
+# The driver holds the message twice (sent and received) on its heap; it runs in the
+# background so that pl_stop_all ends it too on Ctrl-C.
 ok=0
 PL_JAVA_OPTS="-Xms512m -Xmx$((size / 1048576 * 3 + 1024))m -XX:MaxDirectMemorySize=$((size / 1048576 * 2 + 1024))m" \
-    pl_java bookiers.pulsar.ChunkedRoundTrip "$PL_SERVICE_URL" "$PL_ADMIN_URL" \
-    persistent://public/default/readback "$size" 2>"$PL_DIR/driver.log" | tee "$PL_DIR/driver.out" | sed 's/^/  /' || ok=$?
+    pl_java_bg "$PL_DIR/driver.out" "$PL_DIR/driver.log" bookiers.pulsar.ChunkedRoundTrip \
+    "$PL_SERVICE_URL" "$PL_ADMIN_URL" persistent://public/default/readback "$size"
+wait "$PL_JAVA_PID" || ok=$?
+sed 's/^/  /' "$PL_DIR/driver.out"
 [ "$ok" = 0 ] || { echo "  driver failed ($ok); its log tail:"; tail -30 "$PL_DIR/driver.log"; }
 
 # What each bookie served: the read-back came from the bookies, not from the broker's cache.

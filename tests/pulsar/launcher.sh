@@ -15,6 +15,7 @@
 #   pl_broker_start [KEY=VAL..]   # one stock broker (PulsarBrokerStarter, functions worker off),
 #                                 # -> $PL_SERVICE_URL, $PL_ADMIN_URL, $PL_BROKER_PID
 #   pl_java CLASS ARGS..          # a driver class of this project (bookiers.pulsar.*)
+#   pl_java_bg OUT ERR CLASS ARGS.. # the same in the background -> $PL_JAVA_PID
 #   pl_stop_all                   # stops broker, bookies, ZooKeeper; removes $PL_DIR unless PL_KEEP=1
 #
 # Env: BOOKIE_BIN (default target/release/bookie, else target/debug/bookie), PL_DIR (default a
@@ -55,6 +56,16 @@ pl_java() {
     local cls=$1; shift
     java "${PL_JAVA_OPENS[@]}" -Dlog4j2.configurationFile="$PL_HERE/log4j2.properties" \
         ${PL_JAVA_OPTS:-} -cp "$PL_CP" "$cls" "$@"
+}
+
+# pl_java_bg OUT ERR CLASS ARGS..: a driver in the background, stdout to OUT, stderr to ERR;
+# -> $PL_JAVA_PID (owned: pl_stop_all ends it).
+pl_java_bg() {
+    local out=$1 err=$2 cls=$3; shift 3
+    java "${PL_JAVA_OPENS[@]}" -Dlog4j2.configurationFile="$PL_HERE/log4j2.properties" \
+        ${PL_JAVA_OPTS:-} -cp "$PL_CP" "$cls" "$@" >"$out" 2>"$err" &
+    PL_JAVA_PID=$!
+    PL_PIDS+=("$PL_JAVA_PID")
 }
 
 pl_metadata_setup() {
