@@ -51,6 +51,8 @@ pub struct ServerConfig {
     pub max_frame_bytes: usize,
     /// `serverTcpNoDelay`.
     pub tcp_nodelay: bool,
+    /// `serverSockKeepalive`: SO_KEEPALIVE on every accepted connection.
+    pub tcp_keepalive: bool,
     pub limits: LimitsConfig,
     /// Responses queued per connection before completing requests wait.
     pub response_queue_len: usize,
@@ -70,6 +72,7 @@ impl Default for ServerConfig {
             bind: SocketAddr::from(([0, 0, 0, 0], 3181)),
             max_frame_bytes: bk_proto::frame::DEFAULT_MAX_FRAME_BYTES,
             tcp_nodelay: true,
+            tcp_keepalive: true,
             limits: LimitsConfig::default(),
             response_queue_len: 1024,
             response_queue_bytes: DEFAULT_RESPONSE_QUEUE_BYTES,
@@ -365,11 +368,20 @@ impl Drop for InFlight {
     }
 }
 
+/// Applies the socket options of `config` to an accepted connection (`serverTcpNoDelay`,
+/// `serverSockKeepalive`, as Java's Netty child options do).
+fn configure_accepted(stream: &TcpStream, config: &ServerConfig) -> Result<(), String> {
+    stream
+        .set_nodelay(config.tcp_nodelay)
+        .map_err(|e| format!("set TCP_NODELAY: {e}"))?;
+    socket2::SockRef::from(stream)
+        .set_keepalive(config.tcp_keepalive)
+        .map_err(|e| format!("set SO_KEEPALIVE: {e}"))
+}
+
 /// Reads requests until EOF, a malformed frame, an I/O error or shutdown.
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String> {
-    stream
-        .set_nodelay(shared.config.tcp_nodelay)
-        .map_err(|e| format!("set TCP_NODELAY: {e}"))?;
+    configure_accepted(&stream, &shared.config)?;
     let (mut reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Queued>(shared.config.response_queue_len.max(1));
     let budget = ResponseBudget::new(
@@ -616,3 +628,33 @@ async fn write_responses(
 
 /// The echo fields of a request, kept while it is processed (re-exported for tests).
 pub type RequestEcho = Echo;
+
+#[cfg(test)]
+mod socket_option_tests {
+    use super::*;
+
+    /// The options an accepted connection ends up with, read back with getsockopt.
+    async fn accepted_options(config: ServerConfig) -> (bool, bool) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move { TcpStream::connect(addr).await.unwrap() });
+        let (accepted, _) = listener.accept().await.unwrap();
+        let _client = client.await.unwrap();
+        configure_accepted(&accepted, &config).unwrap();
+        let sock = socket2::SockRef::from(&accepted);
+        (sock.keepalive().unwrap(), sock.tcp_nodelay().unwrap())
+    }
+
+    #[tokio::test]
+    async fn server_sock_keepalive_sets_so_keepalive_on_accepted_connections() {
+        let on = accepted_options(ServerConfig::default()).await;
+        assert_eq!(on, (true, true), "(SO_KEEPALIVE, TCP_NODELAY) by default");
+        let off = accepted_options(ServerConfig {
+            tcp_keepalive: false,
+            tcp_nodelay: false,
+            ..ServerConfig::default()
+        })
+        .await;
+        assert_eq!(off, (false, false));
+    }
+}

@@ -53,6 +53,7 @@ pub fn server_config(cfg: &BookieConfig) -> ServerConfig {
         bind: SocketAddr::new(ip, cfg.bookie_port),
         max_frame_bytes: cfg.netty_max_frame_size_bytes,
         tcp_nodelay: cfg.server_tcp_no_delay,
+        tcp_keepalive: cfg.server_sock_keepalive,
         limits,
         ..ServerConfig::default()
     }
