@@ -234,9 +234,9 @@ pub struct BookieConfig {
     pub major_compaction_threshold: f64,
     /// majorCompactionInterval (86400 s); None = major compaction disabled.
     pub major_compaction_interval: Option<Duration>,
-    /// minorCompactionMaxTimeMillis (-1 = unbounded -> None).
+    /// minorCompactionMaxTimeMillis (-1 or 0 = unbounded -> None, as Java bounds only > 0).
     pub minor_compaction_max_time: Option<Duration>,
-    /// majorCompactionMaxTimeMillis (-1 = unbounded -> None).
+    /// majorCompactionMaxTimeMillis (-1 or 0 = unbounded -> None).
     pub major_compaction_max_time: Option<Duration>,
     /// compactionRateByEntries (= compactionRate = 1000 entries/s).
     pub compaction_rate_by_entries: u64,

@@ -26,28 +26,44 @@ use crate::handlers::Bookie;
 use crate::registration::Registration;
 use crate::storage::real::RealStorage;
 
+/// One kind of compaction: its threshold, how often it is due, and how long a pass may
+/// run before it starts no further group (`None` = unbounded).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CompactionKind {
+    threshold: f64,
+    every: Duration,
+    max_time: Option<Duration>,
+}
+
 /// Minor and major compaction schedule (stock keys `minor/majorCompactionThreshold`,
-/// `minor/majorCompactionInterval`; a threshold <= 0 or no interval disables one).
+/// `minor/majorCompactionInterval`, `minor/majorCompactionMaxTimeMillis`; a threshold
+/// <= 0 or no interval disables one).
 pub struct CompactionSchedule {
-    minor: Option<(f64, Duration)>,
-    major: Option<(f64, Duration)>,
+    minor: Option<CompactionKind>,
+    major: Option<CompactionKind>,
 }
 
 impl CompactionSchedule {
     pub fn from_config(cfg: &BookieConfig) -> CompactionSchedule {
-        let pick = |threshold: f64, interval: Option<Duration>| {
+        let pick = |threshold: f64, interval: Option<Duration>, max_time: Option<Duration>| {
             interval
                 .filter(|_| threshold > 0.0)
-                .map(|i| (threshold.min(1.0), i))
+                .map(|every| CompactionKind {
+                    threshold: threshold.min(1.0),
+                    every,
+                    max_time,
+                })
         };
         CompactionSchedule {
             minor: pick(
                 cfg.minor_compaction_threshold,
                 cfg.minor_compaction_interval,
+                cfg.minor_compaction_max_time,
             ),
             major: pick(
                 cfg.major_compaction_threshold,
                 cfg.major_compaction_interval,
+                cfg.major_compaction_max_time,
             ),
         }
     }
@@ -62,24 +78,29 @@ async fn compact_if_due(
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    let threshold = match (schedule.major, schedule.minor) {
-        (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
+    let kind = match (schedule.major, schedule.minor) {
+        (Some(k), _) if now.duration_since(*last_major) >= k.every => {
             *last_major = now;
             *last_minor = now;
-            t
+            k
         }
-        (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
+        (_, Some(k)) if now.duration_since(*last_minor) >= k.every => {
             *last_minor = now;
-            t
+            k
         }
         _ => return,
     };
     let (st, c) = (storage.clone(), cancel.clone());
+    let threshold = kind.threshold;
     // Reported by the blocking task itself: shutdown aborts this task, and the pass it
     // cancelled still says how far it got.
-    let _ = tokio::task::spawn_blocking(move || match st.compact(threshold, &c) {
+    let _ = tokio::task::spawn_blocking(move || match st.compact(threshold, kind.max_time, &c) {
         Ok(report) if report.cancelled => {
             tracing::info!(?report, threshold, "compaction cancelled by shutdown");
+        }
+        Ok(report) if report.max_time_reached => {
+            tracing::info!(?report, threshold, max_time = ?kind.max_time,
+                "compaction stopped at its max time; the rest waits for the next pass");
         }
         Ok(report) if report.compacted_segments > 0 || report.removed_segments > 0 => {
             tracing::info!(?report, threshold, "compaction done");
@@ -166,5 +187,36 @@ pub async fn gc_loop(
             Ok(Err(e)) if !e.is_shut_down() => tracing::warn!(error = %e, "GC failed"),
             _ => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BookieArgs;
+
+    fn schedule_of(text: &str) -> CompactionSchedule {
+        let args = BookieArgs {
+            standalone: true,
+            ..Default::default()
+        };
+        let (cfg, _) = BookieConfig::from_text_and_args(Some(text), None, &args).unwrap();
+        CompactionSchedule::from_config(&cfg)
+    }
+
+    #[test]
+    fn max_time_keys_bound_their_kind_of_pass_and_non_positive_is_unbounded() {
+        let s = schedule_of("minorCompactionMaxTimeMillis=1500\nmajorCompactionMaxTimeMillis=0\n");
+        assert_eq!(s.minor.unwrap().max_time, Some(Duration::from_millis(1500)));
+        assert_eq!(
+            s.major.unwrap().max_time,
+            None,
+            "0 is unbounded, as in Java"
+        );
+        let d = schedule_of("");
+        assert_eq!(
+            (d.minor.unwrap().max_time, d.major.unwrap().max_time),
+            (None, None)
+        );
     }
 }

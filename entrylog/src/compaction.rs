@@ -14,6 +14,9 @@
 //! are removed; entries overwritten or ledgers deleted during the copy keep their newer
 //! state (only copies still current at switch-over are installed).
 //!
+//! Max time (`minor/majorCompactionMaxTimeMillis`): checked before each group, as Java
+//! checks before each entry log; the group in progress always finishes.
+//!
 //! Cancellation (a [`Cancel`], or the entry log closing): checked before each group,
 //! after each read batch (at most 1 MiB of adjacent entries), before each entry written,
 //! and the rate-limit sleep wakes on it. A group cancelled before its output segment is
@@ -96,7 +99,14 @@ impl Shared {
         cancel.is_cancelled() || self.stop.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn compact(&self, threshold: f64, cancel: &Cancel) -> Result<CompactionReport> {
+    /// One pass (see [`crate::EntryLog::compact_within`]): no group starts once `max_time`
+    /// has passed since the pass began.
+    pub(crate) fn compact(
+        &self,
+        threshold: f64,
+        max_time: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<CompactionReport> {
         let mut report = CompactionReport::default();
         let (removed, reclaimed) = self.remove_dead_segments(Some(cancel))?;
         report.removed_segments += removed;
@@ -112,6 +122,10 @@ impl Shared {
             let started = Instant::now();
             for grp in &groups {
                 if self.compaction_cancelled(cancel) {
+                    break;
+                }
+                if max_time.is_some_and(|max| started.elapsed() >= max) {
+                    report.max_time_reached = true;
                     break;
                 }
                 let pass = Pass { started, cancel };

@@ -276,8 +276,23 @@ impl EntryLog {
         threshold: Option<f64>,
         cancel: &Cancel,
     ) -> Result<CompactionReport> {
+        self.compact_within(threshold, None, cancel)
+    }
+
+    /// [`EntryLog::compact_until`] that starts no further group once the pass has run for
+    /// `max_time` (stock `minor/majorCompactionMaxTimeMillis`; `None` = unbounded). As
+    /// Java's GC thread checks its max time before each entry log, the check is before each
+    /// group: a group in progress is finished, so every pass makes progress. The report
+    /// says `max_time_reached`.
+    pub fn compact_within(
+        &self,
+        threshold: Option<f64>,
+        max_time: Option<std::time::Duration>,
+        cancel: &Cancel,
+    ) -> Result<CompactionReport> {
         self.shared.compact(
             threshold.unwrap_or(self.shared.cfg.compaction_threshold),
+            max_time,
             cancel,
         )
     }

@@ -27,4 +27,7 @@ pub struct CompactionReport {
     /// The pass was cancelled before it finished: the group in progress was discarded
     /// (or installed, if its segment was already durable); the counts above are true.
     pub cancelled: bool,
+    /// The pass stopped before a group because it had run for its max time
+    /// (`minor/majorCompactionMaxTimeMillis`); the groups left wait for the next pass.
+    pub max_time_reached: bool,
 }

@@ -218,3 +218,32 @@ fn compaction_honours_an_entries_per_second_rate() {
     );
     assert_ledger_1_intact(&log);
 }
+
+/// `minor/majorCompactionMaxTimeMillis`: a pass starts no group once it has run for its
+/// max time (checked before each group, as Java checks before each entry log), so the
+/// group in progress finishes and the rest waits for the next pass.
+#[test]
+fn compaction_max_time_stops_a_pass_between_groups() {
+    let fs = SimFs::new(25);
+    let mut cfg = small_config();
+    // 25 live entries a segment at 40 entries/s: each group takes at least 0.6 s, twice
+    // the max time, so the pass stops after its first group.
+    cfg.compaction_rate_entries_per_sec = 40;
+    let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).unwrap();
+    fill_and_delete(&log);
+    let rep = log
+        .compact_within(Some(0.5), Some(Duration::from_millis(300)), &Cancel::new())
+        .unwrap();
+    assert!(rep.max_time_reached && !rep.cancelled, "{rep:?}");
+    assert_eq!(
+        rep.compacted_segments, 1,
+        "one group, then the max time: {rep:?}"
+    );
+    assert!(tmp_files(&fs).is_empty(), "{:?}", tmp_files(&fs));
+    assert_ledger_1_intact(&log);
+    // The next, unbounded pass compacts what the bounded one left.
+    let rest = log.compact_within(Some(0.5), None, &Cancel::new()).unwrap();
+    assert!(!rest.max_time_reached, "{rest:?}");
+    assert!(rest.compacted_segments >= 1, "segments were left: {rest:?}");
+    assert_ledger_1_intact(&log);
+}

@@ -456,8 +456,9 @@ fn gc(p: &mut Props) -> Result<Gc, ConfigError> {
             ));
         }
     }
-    // -1 (any negative) = unbounded.
-    let unbounded_when_negative = |v: i64| (v >= 0).then(|| Duration::from_millis(v as u64));
+    // Java bounds a pass only when the max time is > 0 (GarbageCollectorThread
+    // `maxTimeMillis > 0`): -1 (and 0) = unbounded.
+    let unbounded_when_negative = |v: i64| (v > 0).then(|| Duration::from_millis(v as u64));
     Ok(Gc {
         gc_wait_time: Duration::from_millis(p.u64_min("gcWaitTime", 600_000, 1)?),
         gc_overreplicated_ledger_wait_time: p

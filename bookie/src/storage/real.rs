@@ -20,6 +20,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bk_entrylog::{
     Cancel, CompactionReport, EntryLog, EntryLogConfig, EntrySelector, GcReport, GcScanToken,
@@ -345,15 +346,17 @@ impl RealStorage {
 
     /// Compacts segments whose live fraction is below `threshold`; stops within one read
     /// batch or written entry once `cancel` is cancelled (a group not yet durable is
-    /// discarded). Blocking, and holds the entry log open meanwhile: [`Self::shutdown`]
-    /// waits for it, so cancel first.
+    /// discarded), and starts no group once it has run for `max_time` (`None` = unbounded).
+    /// Blocking, and holds the entry log open meanwhile: [`Self::shutdown`] waits for it,
+    /// so cancel first.
     pub fn compact(
         &self,
         threshold: f64,
+        max_time: Option<Duration>,
         cancel: &Cancel,
     ) -> Result<CompactionReport, StorageError> {
         self.entry_log
-            .with(|log| log.compact_until(Some(threshold), cancel))
+            .with(|log| log.compact_within(Some(threshold), max_time, cancel))
     }
 
     /// Re-reads the space of the ledger directories and returns the storage mode the
