@@ -8,7 +8,9 @@
 //! * [`args`]: the command-line flags and how they become property overrides;
 //! * `sections`: every key's default, unit, range and cross-key rule, one function per
 //!   section of `bk_server.conf` (the only place a key is read);
-//! * `keys`: stock keys accepted and ignored, keys refused (security), unknown keys;
+//! * [`stock_keys`]: the table of what every stock key does here (honoured / no effect /
+//!   refused, with the how or why; docs/config.md §5);
+//! * `keys`: keys refused (security), keys set that have no effect, unknown keys;
 //! * [`memory`]: the default cache size from physical memory;
 //! * [`metadata_uri`]: `metadataServiceUri` / `zkServers`;
 //! * [`mapping`]: [`BookieConfig`] -> the request path's and the storage's configs (the only
@@ -38,6 +40,8 @@
 //!   fail start-up; `ledgerStorageClass` is only informative (the storage is always ours).
 
 pub mod args;
+#[cfg(test)]
+mod key_table_tests;
 mod keys;
 pub mod mapping;
 pub mod memory;
@@ -45,6 +49,7 @@ pub mod metadata_uri;
 pub mod properties;
 mod props;
 mod sections;
+pub mod stock_keys;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -302,7 +307,9 @@ pub struct BookieConfig {
 pub struct LoadReport {
     /// The file actually read, if any.
     pub conf_file: Option<PathBuf>,
-    /// Stock BookKeeper keys that have no effect in bookie-rs.
+    /// Stock BookKeeper keys set (non-empty) that have no effect in bookie-rs
+    /// ([`stock_keys::KeyEffect::NoEffect`]), in key order; each is logged once with its
+    /// reason.
     pub ignored_keys: Vec<String>,
     /// Keys that are not BookKeeper keys we know (typos, other products' keys).
     pub unknown_keys: Vec<String>,
@@ -323,7 +330,7 @@ impl BookieConfig {
             tracing::info!(file = %path.display(), "configuration loaded");
         }
         for key in &report.ignored_keys {
-            tracing::warn!(key = %key, "stock BookKeeper config key has no effect in bookie-rs; ignored");
+            tracing::warn!("{}", keys::no_effect_line(key));
         }
         for key in &report.unknown_keys {
             tracing::warn!(key = %key, "unknown config key ignored (typo?)");
@@ -395,7 +402,7 @@ impl BookieConfig {
             adjusted: props.take_notes(),
             ..Default::default()
         };
-        keys::classify_unused(&props, &mut report);
+        keys::classify_set_keys(&props, &mut report);
         Ok((cfg, report))
     }
 

@@ -1,102 +1,20 @@
-//! `keys`: the table of stock keys that are not read into [`super::BookieConfig`]: the keys
-//! we accept and ignore, the keys we refuse, and the classification of every key no section
-//! read.
+//! `keys`: what the loader does with the keys it was given beyond reading them: refuses the
+//! security features bookie-rs does not implement, and sorts every key set into "no effect"
+//! (named at start-up with its reason) or "unknown", after the table of
+//! [`super::stock_keys`].
 //!
 //! Guarantees:
-//! * a key listed in [`IGNORED_KEYS`] (or starting `dbStorage_rocksDB_`) and not read by a
-//!   section is reported as "ignored" (stock, no effect in bookie-rs); any other key no section
-//!   read is reported as "unknown" (a typo, or another product's key);
-//! * no key is both read by a section and listed here (a test sets each listed key and checks
-//!   it is reported as ignored);
+//! * a key set to a non-empty value whose table entry is [`KeyEffect::NoEffect`] is
+//!   reported in [`LoadReport::ignored_keys`], whether or not a section read (validated) it;
+//!   [`no_effect_line`] is the one start-up line naming it and its reason;
+//! * a key that is in no table entry and that no section read is reported as unknown (a
+//!   typo, or another product's key); a key in the table is never unknown;
 //! * features whose silent absence would downgrade security (`tlsProviderFactoryClass`,
 //!   `bookieAuthProviderFactoryClass`, `zkEnableSecurity=true`) fail start-up.
 
 use super::props::Props;
+use super::stock_keys::{effect_of, KeyEffect};
 use super::{ConfigError, LoadReport};
-
-/// Stock keys we accept but ignore (no equivalent in bookie-rs). Logged as "ignored".
-pub(crate) const IGNORED_KEYS: &[&str] = &[
-    "serverTcpLinger",
-    "serverNumIOThreads",
-    "byteBufAllocatorSizeInitial",
-    "byteBufAllocatorSizeMin",
-    "byteBufAllocatorSizeMax",
-    "serverWriteBufferLowWaterMark",
-    "serverWriteBufferHighWaterMark",
-    "numHighPriorityWorkerThreads",
-    "numLongPollWorkerThreads",
-    "numJournalCallbackThreads",
-    "readWorkerThreadsThrottlingEnabled",
-    "requestTimerTickDurationMs",
-    "requestTimerNumTicks",
-    "waitTimeoutOnResponseBackpressureMs",
-    "tlsProvider",
-    "tlsClientAuthentication",
-    "tlsKeyStoreType",
-    "tlsKeyStore",
-    "tlsKeyStorePasswordPath",
-    "tlsTrustStoreType",
-    "tlsTrustStore",
-    "tlsTrustStorePasswordPath",
-    "tlsCertificatePath",
-    "tlsCertFilesRefreshDurationSeconds",
-    "allowMultipleDirsUnderSameDiskPartition",
-    "dbStorage_directIOEntryLogger",
-    "dbStorage_directIOEntryLoggerTotalWriteBufferSizeMB",
-    "dbStorage_directIOEntryLoggerTotalReadBufferSizeMB",
-    "dbStorage_directIOEntryLoggerReadBufferSizeMB",
-    "dbStorage_directIOEntryLoggerMaxFdCacheTimeSeconds",
-    "defaultRocksdbConf",
-    "entryLocationRocksdbConf",
-    "ledgerMetadataRocksdbConf",
-    "entryLogPerLedgerEnabled",
-    "fileInfoFormatVersionToWrite",
-    "openFileLimit",
-    "pageLimit",
-    "pageSize",
-    "sortedLedgerStorageEnabled",
-    "skipListSizeLimit",
-    "gcOverreplicatedLedgerMaxConcurrentRequests",
-    "gcMetadataOpRateLimit",
-    "useTransactionalCompaction",
-    "gcEntryLogMetadataCacheEnabled",
-    "entryLocationCompactionInterval",
-    "zkRetryBackoffStartMs",
-    "zkRetryBackoffMaxMs",
-    "httpServerClass",
-    "httpServerTlsEnable",
-    "statsProviderClass",
-    "prometheusStatsLatencyRolloverSeconds",
-    "exposeDefaultJVMMetrics",
-    "bookieDeathWatchInterval",
-    "autoRecoveryDaemonEnabled",
-    "useV2WireProtocol",
-    "dataIntegrityChecking",
-    "localConsistencyCheckOnStartup",
-    "extraServerComponents",
-    "preserveMdcForTaskExecution",
-    "ledgerManagerFactoryClass",
-    "lostBookieRecoveryDelay",
-    "rereplicationEntryBatchSize",
-    "auditorPeriodicCheckInterval",
-    "auditorPeriodicBookieCheckInterval",
-    "openLedgerRereplicationGracePeriod",
-    "numEntriesInReplicationTaskBatch",
-    "zkRequestRateLimit",
-    "limitStatsLogging",
-    "ensemblePlacementPolicy",
-    "reppDnsResolverClass",
-    "enableBusyWait",
-    "stickyReadSEnabled",
-    "reorderReadSequenceEnabled",
-    "enableLocalTransport",
-    "disableServerSocketBind",
-    "skipListArenaChunkSize",
-    "skipListArenaMaxAllocSize",
-    "ledgerManagerType",
-    "allowShadedLedgerManagerFactoryClass",
-    "shadedLedgerManagerFactoryClassPrefix",
-];
 
 /// Refuses the security features bookie-rs does not implement.
 pub(crate) fn refuse_insecure(p: &mut Props) -> Result<(), ConfigError> {
@@ -119,33 +37,20 @@ pub(crate) fn refuse_insecure(p: &mut Props) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Sorts the keys no section read into `report`'s ignored and unknown lists (key order).
-pub(crate) fn classify_unused(p: &Props, report: &mut LoadReport) {
-    for key in p.unused_keys() {
-        if IGNORED_KEYS.contains(&key.as_str()) || key.starts_with("dbStorage_rocksDB_") {
-            report.ignored_keys.push(key.clone());
-        } else {
-            report.unknown_keys.push(key.clone());
+/// Sorts the keys set into `report`'s no-effect and unknown lists (key order).
+pub(crate) fn classify_set_keys(p: &Props, report: &mut LoadReport) {
+    for key in p.keys() {
+        match effect_of(key) {
+            Some(KeyEffect::NoEffect(_)) if p.is_set(key) => report.ignored_keys.push(key.clone()),
+            Some(_) => {}
+            None if !p.is_used(key) => report.unknown_keys.push(key.clone()),
+            None => {}
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{BookieArgs, BookieConfig};
-
-    #[test]
-    fn every_listed_key_is_reported_as_ignored_and_read_by_no_section() {
-        let args = BookieArgs {
-            standalone: true,
-            set: IGNORED_KEYS.iter().map(|k| format!("{k}=1")).collect(),
-            ..Default::default()
-        };
-        let (_, report) = BookieConfig::from_text_and_args(None, None, &args).unwrap();
-        let mut listed: Vec<String> = IGNORED_KEYS.iter().map(|k| k.to_string()).collect();
-        listed.sort();
-        assert_eq!(report.ignored_keys, listed);
-        assert!(report.unknown_keys.is_empty(), "{report:?}");
-    }
+/// The start-up line for a key that is set and has no effect, with its reason.
+pub fn no_effect_line(key: &str) -> String {
+    let reason = effect_of(key).map_or("", KeyEffect::text);
+    format!("config: {key} has no effect in bookie-rs: {reason} (docs/config.md §5)")
 }

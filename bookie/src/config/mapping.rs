@@ -105,6 +105,12 @@ pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
         write_cache_bytes: cfg.write_cache_max_size_bytes,
         read_cache_bytes: cfg.read_ahead_cache_max_size_bytes,
         readahead_entries: cfg.read_ahead_cache_batch_size,
+        // dbStorage_readAheadCacheBatchBytesSize when set > 0, else the entry log's 1 MiB.
+        readahead_bytes: cfg
+            .read_ahead_cache_batch_bytes
+            .map_or(EntryLogConfig::default().readahead_bytes, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
         max_throttle: cfg.max_throttle_time,
         disk_usage_threshold: cfg.disk_usage_threshold,
         disk_usage_warn_threshold: cfg.disk_usage_warn_threshold,
@@ -308,6 +314,22 @@ mod tests {
             entry_log_config(&config_of("")).write_cache_bytes,
             crate::config::default_cache_bytes()
         );
+    }
+
+    #[test]
+    fn read_ahead_bytes_key_applies_when_set() {
+        let d = EntryLogConfig::default().readahead_bytes;
+        assert_eq!(entry_log_config(&config_of("")).readahead_bytes, d);
+        let set = config_of("dbStorage_readAheadCacheBatchBytesSize=65536\n");
+        assert_eq!(entry_log_config(&set).readahead_bytes, 65536);
+        let off = config_of("dbStorage_readAheadCacheBatchBytesSize=-1\n");
+        assert_eq!(entry_log_config(&off).readahead_bytes, d);
+    }
+
+    #[test]
+    fn server_sock_keepalive_reaches_the_server_config() {
+        assert!(server_config(&config_of("")).tcp_keepalive);
+        assert!(!server_config(&config_of("serverSockKeepalive=false\n")).tcp_keepalive);
     }
 
     #[test]

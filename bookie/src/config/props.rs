@@ -44,9 +44,27 @@ impl Props {
         self.used.insert(key.to_string());
     }
 
-    /// Keys that no reader asked for, in key order.
-    pub(crate) fn unused_keys(&self) -> impl Iterator<Item = &String> {
-        self.values.keys().filter(|k| !self.used.contains(*k))
+    /// Every key set (even to an empty value), in key order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
+        self.values.keys()
+    }
+
+    /// True when a reader asked for `key`.
+    pub(crate) fn is_used(&self, key: &str) -> bool {
+        self.used.contains(key)
+    }
+
+    /// True when `key` is set to a non-empty value (without marking it used).
+    pub(crate) fn is_set(&self, key: &str) -> bool {
+        self.values
+            .get(key)
+            .is_some_and(|(v, _)| !v.trim().is_empty())
+    }
+
+    /// Every key a reader asked for (set or not).
+    #[cfg(test)]
+    pub(crate) fn used_keys(&self) -> impl Iterator<Item = &String> {
+        self.used.iter()
     }
 
     /// Every key with its value as set (last write wins), in key order.
@@ -307,7 +325,7 @@ mod tests {
         assert_eq!(p.int("a", 3, 0, 10).unwrap(), 3);
         assert_eq!(p.opt_int("b", 0, 10).unwrap(), Some(7));
         assert_eq!(p.opt_int("missing", 0, 10).unwrap(), None);
-        let unused: Vec<_> = p.unused_keys().cloned().collect();
+        let unused: Vec<_> = p.keys().filter(|k| !p.is_used(k)).cloned().collect();
         assert_eq!(unused, vec!["c".to_string()]);
     }
 
