@@ -21,6 +21,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod admin;
+pub mod bookie_status;
 pub mod config;
 pub mod cookie;
 pub mod disk_monitor;

@@ -249,6 +249,8 @@ async fn serve(
             read_only: cfg.force_read_only_bookie,
         },
     );
+    // persistBookieStatusEnabled: the operator's read-only state from before the restart.
+    crate::bookie_status::restore(&cfg, &bookie);
     admin_state.set_bookie(bookie.clone());
 
     // Full ledger disks (a flush without room, at start-up too) make the bookie

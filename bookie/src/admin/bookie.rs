@@ -106,7 +106,11 @@ pub(super) async fn readonly(state: Shared, method: Method, body: Bytes) -> Resp
         }
         // Only the operator's own reason moves: asking "writable" does not clear a full
         // disk, and "read-only" stays after the disk frees (mode.rs).
+        let changed = bookie.mode().reasons().contains(ReadOnlyReason::Manual) != want;
         bookie.set_read_only(ReadOnlyReason::Manual, want);
+        if changed {
+            crate::bookie_status::persist_manual(&state.cfg, want).await;
+        }
     }
     json(
         StatusCode::OK,
