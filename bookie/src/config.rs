@@ -167,7 +167,8 @@ pub struct BookieConfig {
     pub journal_remove_from_page_cache: bool,
     /// journalWriteData (true).
     pub journal_write_data: bool,
-    /// journalSyncData (true). false = acknowledge before fsync (operator's explicit choice).
+    /// journalSyncData (true). No effect: every add is acknowledged after its fsync
+    /// (docs/config.md §5).
     pub journal_sync_data: bool,
     /// journalAdaptiveGroupWrites (true).
     pub journal_adaptive_group_writes: bool,

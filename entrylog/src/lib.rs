@@ -443,6 +443,7 @@ impl Shared {
         }
         let mut g = self.inner.lock();
         let mut room_again = false;
+        let mut changed = Vec::new();
         for (i, s) in spaces.iter().enumerate() {
             let used = if s.total_bytes == 0 {
                 1.0
@@ -458,6 +459,9 @@ impl Shared {
                 next = DirState::Full;
             }
             room_again |= prev == DirState::Full && next != DirState::Full;
+            if next != prev {
+                changed.push((i, prev, next, used));
+            }
             g.dir_states[i] = next;
             g.dir_free[i] = s.free_bytes;
         }
@@ -469,6 +473,22 @@ impl Shared {
         }
         let mode = self.mode_locked(&g);
         drop(g);
+        for (i, prev, next, used) in changed {
+            // diskUsageWarnThreshold / diskUsageThreshold / diskUsageLwmThreshold, as
+            // Java's LedgerDirsMonitor names each directory that crosses one.
+            let dir = self.dirs[i].display();
+            match next {
+                DirState::AlmostFull => {
+                    tracing::warn!(%dir, used, "ledger directory almost full (above diskUsageWarnThreshold)")
+                }
+                DirState::Full => {
+                    tracing::warn!(%dir, used, "ledger directory full (above diskUsageThreshold, or no room for a segment)")
+                }
+                DirState::Ok => {
+                    tracing::info!(%dir, used, ?prev, "ledger directory usage back below diskUsageWarnThreshold")
+                }
+            }
+        }
         self.notify_mode();
         Ok(mode)
     }

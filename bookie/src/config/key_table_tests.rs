@@ -144,13 +144,17 @@ fn docs_config_section_5_lists_every_key_with_its_effect() {
     let mut rows = std::collections::BTreeMap::new();
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        rows.insert(cells[1].trim_matches('`').to_string(), cells[2].to_string());
+        let text = cells[3..cells.len() - 1].join("|").replace("\\|", "|");
+        rows.insert(
+            cells[1].trim_matches('`').to_string(),
+            (cells[2].to_string(), text),
+        );
     }
     for (k, e) in STOCK_KEYS {
         assert_eq!(
-            rows.get(*k).map(String::as_str),
-            Some(e.kind()),
-            "docs/config.md §5 row of {k}"
+            rows.get(*k),
+            Some(&(e.kind().to_string(), e.text().to_string())),
+            "docs/config.md §5 row of {k}: effect and how / why as in stock_keys.rs"
         );
     }
     assert_eq!(
