@@ -244,7 +244,10 @@ impl Java<'_> {
         if addr.is_loopback() && !k.allow_loopback {
             return Err(BookieIdError::Loopback {
                 addr: host_address(addr),
-                how: format!("listeningInterface={iface} gave host name {name:?}"),
+                how: format!(
+                    "listeningInterface={iface} gave host name {name:?}; this host is named {:?}",
+                    self.net.host_name().unwrap_or_default()
+                ),
             });
         }
         Ok(host)

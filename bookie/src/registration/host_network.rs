@@ -7,6 +7,7 @@
 //! host or a name server answers.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::Path;
 use std::time::Instant;
 
 use super::bookie_id::{HostNetwork, PTR_TIMEOUT};
@@ -89,7 +90,8 @@ impl HostNetwork for RealHost {
     }
 
     fn dns_ptr(&self, ip: Ipv4Addr) -> Option<String> {
-        let conf = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        let conf =
+            bk_disk::read_small_text(Path::new("/etc/resolv.conf"), 64 << 10).unwrap_or_default();
         let mut servers = name_servers(&conf);
         if servers.is_empty() {
             servers.push(IpAddr::V4(Ipv4Addr::LOCALHOST));
