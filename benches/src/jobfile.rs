@@ -126,6 +126,8 @@ pub struct CommandLine {
     pub help: bool,
     pub cmdhelp: bool,
     pub version: bool,
+    /// `--threads=N`: client runtime threads (a runtime option, not a job option; default 1).
+    pub threads: usize,
 }
 
 /// `--output-format`.
@@ -151,6 +153,7 @@ const FLAG_KEYS: &[&str] = &[
 pub fn parse_command_line(args: &[String]) -> Result<CommandLine, OptionError> {
     let mut cl = CommandLine {
         progress: true,
+        threads: 1,
         ..Default::default()
     };
     let mut args = args.iter().peekable();
@@ -190,6 +193,20 @@ pub fn parse_command_line(args: &[String]) -> Result<CommandLine, OptionError> {
             "version" => cl.version = true,
             "serial" => cl.serial = true,
             "output" => cl.output = Some(need(&value)?),
+            "threads" => {
+                let v = need(&value)?;
+                cl.threads = match v.parse::<usize>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => {
+                        return Err(OptionError::BadValue {
+                            key,
+                            value: v,
+                            reason: "expected a whole number >= 1".into(),
+                            origin: Origin::CommandLine,
+                        })
+                    }
+                }
+            }
             "section" => cl.sections.extend(
                 need(&value)?
                     .split(',')
@@ -470,6 +487,13 @@ prefill=1m
             v
         };
         assert_eq!(kv(&spaced), kv(&joined));
+        // --threads, the one runtime option, takes both spellings too.
+        for threads in [&["--threads", "3"][..], &["--threads=3"][..]] {
+            assert_eq!(parse_command_line(&args(threads)).unwrap().threads, 3);
+        }
+        assert_eq!(parse_command_line(&args(&[])).unwrap().threads, 1);
+        let e = parse_command_line(&args(&["--threads", "0"])).unwrap_err();
+        assert!(e.to_string().contains("threads"), "{e}");
         // A value that is missing is still an error naming the key.
         let e = parse_command_line(&args(&["--output-format", "--serial"])).unwrap_err();
         assert!(e.to_string().contains("output-format"), "{e}");

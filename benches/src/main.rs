@@ -29,6 +29,7 @@ bkbench: fio for bookies
 
 usage:
   bkbench [--OPTION=VALUE ...] [JOBFILE ...] [--name=JOB --OPTION=VALUE ...]...
+  (every --OPTION=VALUE may also be written --OPTION VALUE, as with fio)
   bkbench compare --ours=A.json[,B.json...] [--java=...] [--fio=...] [--rss-ours=KIB] [--rss-java=KIB]
 
 Job files use fio's INI syntax: [global] then one [section] per job, key=value lines.
@@ -65,30 +66,14 @@ fn main() -> ExitCode {
             }
         };
     }
-    // --threads is a runtime option, not a job option.
-    let mut threads = 1usize;
-    let mut rest = Vec::new();
-    for a in args {
-        if let Some(v) = a.strip_prefix("--threads=") {
-            match v.parse::<usize>() {
-                Ok(n) if n >= 1 => threads = n,
-                _ => {
-                    eprintln!("bkbench: command line: option 'threads': bad value '{v}': expected a whole number >= 1");
-                    return ExitCode::from(1);
-                }
-            }
-        } else {
-            rest.push(a);
-        }
-    }
-    let cl = match jobfile::parse_command_line(&rest) {
+    let cl = match jobfile::parse_command_line(&args) {
         Ok(cl) => cl,
         Err(e) => {
             eprintln!("bkbench: {e}");
             return ExitCode::from(1);
         }
     };
-    if cl.help || (rest.is_empty()) {
+    if cl.help || args.is_empty() {
         print!("{USAGE}");
         return ExitCode::SUCCESS;
     }
@@ -120,7 +105,7 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+        .worker_threads(cl.threads)
         .enable_all()
         .build()
     {

@@ -14,7 +14,8 @@
 //!   `config` (stock `bk_server.conf` keys and flags), `metrics` (Prometheus `/metrics` with
 //!   stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available / read-only
 //!   nodes, session expiry), `cookie` (the cookie text format and `current/VERSION`),
-//!   `gc_scan` (the ledger tree scan that tells GC which ledgers still exist).
+//!   `gc_scan` (the ledger tree scan that tells GC which ledgers still exist), `logging`
+//!   (log formats), `build_info` (version and git commit).
 
 // Unit tests set up and inspect real directories directly; the library itself (the non-test
 // build, which clippy checks too) is bound by ARCHITECTURE.md invariant 1 (see clippy.toml).
@@ -22,6 +23,7 @@
 
 pub mod admin;
 pub mod bookie_status;
+pub mod build_info;
 pub mod config;
 pub mod cookie;
 pub mod disk_monitor;
@@ -30,6 +32,7 @@ pub mod gc_scan;
 pub mod gc_trigger;
 pub mod handlers;
 pub mod journal_space;
+pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod mode;

@@ -9,20 +9,37 @@
 //! storage error or a refused ZooKeeper authentication, 75 when the final flush at shutdown
 //! could not finish in time (the journal is replayed at the next start). `BOOKIE_IO_THREADS=n` sets the number of network
 //! threads (1 = a single current-thread runtime; the default on one or two cores, one per
-//! core otherwise).
+//! core otherwise). `--version` prints the version and git commit; `--log-format json` (or
+//! `BOOKIE_LOG_FORMAT=json`) logs JSON lines (`logging`).
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 mod allocator;
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let args = bookie::config::BookieArgs::parse();
+    use bookie::build_info;
+    // `--version` prints `bookie <version> (git <commit>)` and exits 0.
+    let matches = bookie::config::BookieArgs::command()
+        .version(build_info::VERSION_LINE)
+        .get_matches();
+    let args = match bookie::config::BookieArgs::from_arg_matches(&matches) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
+    let env_format = std::env::var("BOOKIE_LOG_FORMAT").ok();
+    match bookie::logging::LogFormat::choose(args.log_format.as_deref(), env_format.as_deref()) {
+        Ok(format) => bookie::logging::init(format),
+        Err(e) => {
+            eprintln!("bookie: {e}");
+            std::process::exit(2);
+        }
+    }
+    tracing::info!(
+        version = build_info::VERSION,
+        git_commit = build_info::GIT_COMMIT,
+        "bookie-rs {}",
+        build_info::VERSION_LINE
+    );
     let cfg = match bookie::config::BookieConfig::load(&args) {
         Ok(cfg) => cfg,
         Err(e) => {

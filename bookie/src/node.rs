@@ -147,7 +147,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         }
     };
     match started {
-        Ok(opened) => serve(cfg, opened, surface, term, interrupt).await,
+        Ok(opened) => serve(cfg, addr.listen_ip, opened, surface, term, interrupt).await,
         Err(e) => {
             surface.shutdown();
             Err(e)
@@ -225,6 +225,7 @@ async fn open(
 /// Steps 3-5: serve until a signal or a fatal error, then shut down within the budget.
 async fn serve(
     cfg: BookieConfig,
+    listen_ip: Option<std::net::IpAddr>,
     opened: Opened,
     surface: Surface,
     mut term: Signal,
@@ -265,7 +266,10 @@ async fn serve(
     }
     metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
     let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
-    let server_cfg = server_config(&cfg);
+    let mut server_cfg = server_config(&cfg);
+    if let Some(ip) = listen_ip {
+        server_cfg.bind.set_ip(ip);
+    }
     let bound = MemoryBound::of(&cfg, &server_cfg);
     tracing::info!(
         bound_mib = bound.total() >> 20,

@@ -31,6 +31,7 @@
 //!   session) is retried every 2 s by the session watcher until ZooKeeper shows it.
 
 pub mod bookie_id;
+mod host_network;
 pub mod service_info;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,9 +41,7 @@ use std::time::{Duration, Instant};
 use bk_disk::Disk;
 use zookeeper_client as zk;
 
-pub use bookie_id::{
-    listening_ipv4, resolve_bookie_address, validate_bookie_id, BookieAddress, BookieIdError,
-};
+pub use bookie_id::{resolve_bookie_address, validate_bookie_id, BookieAddress, BookieIdError};
 pub use service_info::{BookieServiceInfo, Endpoint};
 
 use crate::config::BookieConfig;

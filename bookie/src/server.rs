@@ -24,6 +24,7 @@
 
 pub mod codec;
 pub mod limits;
+mod listen;
 mod send_budget;
 
 use std::net::SocketAddr;
@@ -45,7 +46,8 @@ use send_budget::{send_permits, Queued, ResponseBudget};
 /// Settings of the network side (stock keys in parentheses).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// Address to bind (`listeningInterface` / `bookiePort`).
+    /// Address to bind (`listeningInterface` / `bookiePort`); unspecified = the dual-stack
+    /// wildcard (`listen.rs`).
     pub bind: SocketAddr,
     /// Largest frame accepted, counting the 4-byte prefix (`nettyMaxFrameSizeBytes`).
     pub max_frame_bytes: usize,
@@ -208,7 +210,7 @@ impl Server {
         config: ServerConfig,
         observer: Option<Arc<dyn RequestObserver>>,
     ) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(config.bind).await?;
+        let listener = listen::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {

@@ -200,6 +200,9 @@ fn helm_probes_on_a_starting_bookie() {
             &format!("metadataServiceUri=zk+hierarchical://{zk}/ledgers"),
             "--set",
             "zkTimeout=30000",
+            // A cluster bookie on a host whose name may resolve to 127.0.0.1 (as Java, it
+            // refuses loopback without this).
+            "--allow-loopback",
         ],
         free_port(),
     );

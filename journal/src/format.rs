@@ -457,6 +457,9 @@ pub const SEGMENT_SUFFIX: &str = ".jseg";
 pub const FREE_PREFIX: &str = "free-";
 /// Suffix of files being built (deleted at open).
 pub const TMP_SUFFIX: &str = ".tmp";
+/// The bookie's cookie, which the Java directory layout keeps in the journal's own
+/// directory (`<journalDirectory>/current/VERSION`): not the journal's, left alone silently.
+pub const COOKIE_FILE: &str = "VERSION";
 
 /// A live segment file is named by its id: 16 lower-case hex digits + ".jseg".
 pub fn segment_file_name(id: u64) -> String {
@@ -475,6 +478,8 @@ pub enum DirEntryKind {
     Free(u64),
     Checkpoint,
     Temporary,
+    /// [`COOKIE_FILE`].
+    Cookie,
     Unknown,
 }
 
@@ -482,6 +487,9 @@ pub enum DirEntryKind {
 pub fn classify_name(name: &str) -> DirEntryKind {
     if name == CHECKPOINT_FILE {
         return DirEntryKind::Checkpoint;
+    }
+    if name == COOKIE_FILE {
+        return DirEntryKind::Cookie;
     }
     if name.ends_with(TMP_SUFFIX) {
         return DirEntryKind::Temporary;
@@ -566,6 +574,11 @@ mod tests {
         assert_eq!(classify_name(&free_file_name(7)), DirEntryKind::Free(7));
         assert_eq!(classify_name("checkpoint"), DirEntryKind::Checkpoint);
         assert_eq!(classify_name("x.jseg.tmp"), DirEntryKind::Temporary);
+        assert_eq!(
+            classify_name("VERSION"),
+            DirEntryKind::Cookie,
+            "the bookie's cookie"
+        );
         assert_eq!(classify_name("zz.jseg"), DirEntryKind::Unknown);
         assert_eq!(
             classify_name("+00000000000000a.jseg"),

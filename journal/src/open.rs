@@ -73,6 +73,7 @@ pub(crate) fn open_dir(
                     .map_err(|e| JournalError::io("remove temporary file", &path, e))?;
                 dir_dirty = true;
             }
+            DirEntryKind::Cookie => {}
             DirEntryKind::Unknown => {
                 tracing::warn!(path = %path.display(), "unknown file in journal directory left alone")
             }

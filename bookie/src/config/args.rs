@@ -69,6 +69,9 @@ pub struct BookieArgs {
     /// forceReadOnlyBookie=true.
     #[arg(short = 'r', long = "readonly")]
     pub readonly: bool,
+    /// Log line format: text (default) or json; default: env BOOKIE_LOG_FORMAT. Not a property.
+    #[arg(long = "log-format", value_name = "text|json")]
+    pub log_format: Option<String>,
     /// Any key: --set key=value (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,

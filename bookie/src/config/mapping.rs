@@ -37,11 +37,9 @@ const JOURNAL_SEGMENT_HEADROOM_BYTES: u64 = 1 << 20;
 
 /// The settings the request path takes from the configuration.
 pub fn server_config(cfg: &BookieConfig) -> ServerConfig {
-    let ip = cfg
-        .listening_interface
-        .as_deref()
-        .and_then(|s| s.parse::<IpAddr>().ok())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    // The dual-stack wildcard; with listeningInterface set, node.rs binds the bookie
+    // address's IP instead (registration/bookie_id.rs rule 6).
+    let ip = IpAddr::from([0, 0, 0, 0]);
     let limits = LimitsConfig::from_stock(
         cfg.max_adds_in_progress_limit.unwrap_or(0) as usize,
         cfg.max_reads_in_progress_limit.unwrap_or(0) as usize,

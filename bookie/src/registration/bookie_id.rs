@@ -1,24 +1,74 @@
-//! Bookie id and network address (docs/registration.md §3).
+//! Bookie id, network address and listen address, derived exactly as the Java bookie 4.17
+//! derives them (docs/registration.md §3), so that a bookie swapped in place keeps its id
+//! (and so its cookies) and refuses to start where Java refuses.
 //!
-//! Rules, in order:
-//! 1. the network host is `advertisedAddress` (trimmed) if set; else the IPv4 address of
-//!    `listeningInterface` (an interface name such as `eth0`), or of the default interface
-//!    (the address the host name resolves to, else the first non-loopback interface address);
-//!    with `useHostNameAsBookieID=true` the IP is replaced by its canonical host name
-//!    (start-up fails if it does not resolve to a name), cut at the first `.` with
-//!    `useShortHostName=true`;
-//! 2. a loopback host is rejected unless `allowLoopback=true` (also for advertisedAddress, as
-//!    in Java, where the check applies to the resolved address);
-//! 3. the bookie id is `bookieId` verbatim if configured, else `<host>:<port>`;
-//! 4. the id must match `[a-zA-Z0-9:-_.\-]+` (Java's class, where `:-_` is a *range*
-//!    0x3A..=0x5F, so `;<=>?@[\]^` pass too; we keep that quirk for compatibility) and must not
-//!    be `readonly` (any case).
+//! Owns the rules; what the host says (its name, the name service, the interfaces) comes
+//! through [`HostNetwork`], so the rules are tested over a fake host. The real host is
+//! `host_network.rs`.
 //!
-//! The BookieServiceInfo `bookie-rpc` endpoint uses the network host even with a custom id.
+//! Java's rules (`BookieImpl.getBookieAddress`, `getBookieId`, `net.DNS`,
+//! `BookieNettyServer`, `LegacyCookieValidation`, release 4.17.3):
+//! 1. `advertisedAddress`, trimmed, if not empty: the host is that string as written, **with
+//!    no loopback check** (Java returns before the check). The id is `<host>:<bookiePort>`.
+//! 2. Else the interface `listeningInterface` (unset: `default`) gives a *host name*
+//!    (`DNS.getDefaultHost`):
+//!    * `default`: the local host's canonical name: `gethostname()` resolved (IPv4 addresses
+//!      first, Java's default `preferIPv6Addresses=false`; the name `localhost` is loopback
+//!      without a lookup), then reverse-resolved and confirmed forward
+//!      (`InetAddress.getCanonicalHostName`: the name only if it resolves back to the
+//!      address, else the address literal). If the host name does not resolve: `localhost`.
+//!    * an interface name (`eth0`, or an alias `eth0:1`): a DNS PTR record (a query to the
+//!      name servers, not `/etc/hosts`) of each of its IPv4 addresses, the first found; when
+//!      none has one, Java warns and falls back to the `default` name above, so on a host
+//!      whose name resolves to 127.0.0.1, `listeningInterface=eth0` without a PTR record still
+//!      ends on loopback. No such interface (an IP literal is not an interface name): refused.
+//! 3. That host name is resolved (first address, IPv4 first); not resolvable: refused. The id
+//!    host is the address literal, or with `useHostNameAsBookieID=true` its canonical name
+//!    (the literal when reverse lookup does not confirm a name; no error), cut at the first
+//!    `.` with `useShortHostName=true`.
+//! 4. The id host is resolved again; a loopback address (127/8, ::1) is refused unless
+//!    `allowLoopback=true`. This happens even when a custom `bookieId` is set (Java derives
+//!    the address first). A `--standalone` bookie (ours only; no cluster, no Java
+//!    counterpart) allows loopback.
+//! 5. The bookie id is `bookieId` verbatim if configured, else `<host>:<port>`; it must match
+//!    `[a-zA-Z0-9:-_.\-]+` (`:-_` is a *range* 0x3A..=0x5F, a quirk kept) and not be
+//!    `readonly`.
+//! 6. Listen: `listeningInterface` unset: the wildcard on `bookiePort` (Java's
+//!    `new InetSocketAddress(port)`, which Java's NIO binds dual-stack, `[::]` with
+//!    `IPV6_V6ONLY` off); set: the resolved address of the host of rule 1-3 (with
+//!    `advertisedAddress` set, that address, as in Java).
+//! 7. Ids a previous configuration may have registered (cookie check): with a custom id none;
+//!    else the rules rerun with loopback allowed and no `advertisedAddress`, once with
+//!    `useHostNameAsBookieID=false` and once `true`, plus the configured id. A failure there
+//!    fails start-up, as in Java.
+//!
+//! Where we differ: the PTR query of rule 2 waits at most [`PTR_TIMEOUT`] in all (Java's JNDI
+//! retries for up to ~15 s per name server before falling back).
 
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 use crate::config::BookieConfig;
+
+/// Longest the DNS PTR lookup of a named `listeningInterface` waits, all servers together.
+pub const PTR_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the rules ask of the host. Orders are the host's own (getaddrinfo, getifaddrs); the
+/// rules apply Java's preferences on top.
+pub trait HostNetwork {
+    /// `gethostname()`.
+    fn host_name(&self) -> Option<String>;
+    /// Forward lookup through the name service (`/etc/hosts`, DNS), in getaddrinfo order.
+    fn lookup(&self, name: &str) -> Vec<IpAddr>;
+    /// Reverse lookup through the name service (`getnameinfo`, `NI_NAMEREQD`).
+    fn reverse_lookup(&self, ip: IpAddr) -> Option<String>;
+    /// The DNS PTR record of an address, asked of the name servers (Java's JNDI lookup; no
+    /// `/etc/hosts`), as the record reads (trailing dot included).
+    fn dns_ptr(&self, ip: Ipv4Addr) -> Option<String>;
+    /// The addresses of an interface (or alias `eth0:1`) in Java's order
+    /// (`NetworkInterface.getInetAddresses`); None if there is no such interface.
+    fn interface_addrs(&self, name: &str) -> Option<Vec<IpAddr>>;
+}
 
 /// This bookie's identity on the network and in ZooKeeper.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,25 +79,36 @@ pub struct BookieAddress {
     pub host: String,
     /// The bookie port.
     pub port: u16,
-    /// Other ids this bookie may have been registered under before (IP:port, hostname:port,
-    /// advertisedAddress:port), whose ZooKeeper cookies must also match (docs/registration.md §5.3
-    /// step 3). Empty when a custom `bookieId` is configured. Does not contain `bookie_id`.
+    /// The address to listen on: None for the dual-stack wildcard (rule 6).
+    pub listen_ip: Option<IpAddr>,
+    /// Other ids this bookie may have been registered under before (rule 7), whose
+    /// ZooKeeper cookies must also match (docs/registration.md §5.3 step 3). Does not contain
+    /// `bookie_id`.
     pub alternate_ids: Vec<String>,
 }
 
-/// Why no bookie id could be derived.
+/// Why no bookie id could be derived; each names the keys that change the outcome.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BookieIdError {
     #[error("bookie id {0:?} is invalid: only [a-zA-Z0-9:-_.-] characters (Java's class), and not \"readonly\"")]
     InvalidId(String),
-    #[error("bookie address {0} is a loopback address; set allowLoopback=true (tests) or advertisedAddress")]
-    Loopback(String),
-    #[error("listeningInterface {0:?}: no IPv4 address on that interface")]
+    #[error(
+        "trying to listen on loopback address {addr} ({how}); refused as the Java bookie \
+         refuses it. Set advertisedAddress=<this host's reachable address or name>, or fix the \
+         host name's resolution (or give its interface's address a DNS PTR record and set \
+         listeningInterface=<interface>); allowLoopback=true only for a single-host test setup"
+    )]
+    Loopback { addr: String, how: String },
+    #[error(
+        "listeningInterface={0}: no such network interface (an interface name such as eth0 is \
+         expected, as in Java; to name an address use advertisedAddress)"
+    )]
     NoSuchInterface(String),
-    #[error("no network address found for this host")]
-    NoAddress,
-    #[error("useHostNameAsBookieID=true but {0} does not resolve to a host name")]
-    NoHostName(String),
+    #[error(
+        "unable to resolve host name {host:?} (from listeningInterface={iface}); fix the host's \
+         name resolution, or set advertisedAddress or listeningInterface"
+    )]
+    Unresolvable { host: String, iface: String },
 }
 
 /// Java `BookieId` validation (with its character-range quirk).
@@ -61,185 +122,76 @@ pub fn validate_bookie_id(id: &str) -> Result<(), BookieIdError> {
     Ok(())
 }
 
-fn interface_addrs() -> Vec<(String, Ipv4Addr)> {
-    let mut out = Vec::new();
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs writes a list head we free below with freeifaddrs.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return out;
-    }
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: cur is a node of the list returned by getifaddrs, valid until freeifaddrs.
-        let ifa = unsafe { &*cur };
-        if !ifa.ifa_addr.is_null() && !ifa.ifa_name.is_null() {
-            // SAFETY: ifa_addr is non-null and points to a sockaddr of family sa_family.
-            let family = unsafe { (*ifa.ifa_addr).sa_family } as i32;
-            if family == libc::AF_INET {
-                // SAFETY: family AF_INET means the sockaddr is a sockaddr_in.
-                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-                // SAFETY: ifa_name is a NUL-terminated C string owned by the list.
-                let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
-                    .to_string_lossy()
-                    .into_owned();
-                out.push((name, ip));
-            }
-        }
-        cur = ifa.ifa_next;
-    }
-    // SAFETY: head came from a successful getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(head) };
-    out
-}
-
-/// The IPv4 address `listeningInterface` designates: an interface name (`eth0`, Java's
-/// meaning) or, as a convenience, an IPv4 literal. None if there is no such interface. The
-/// server binds this address (Java binds the interface's address too).
-pub fn listening_ipv4(listening_interface: &str) -> Option<Ipv4Addr> {
-    if let Ok(ip) = listening_interface.parse::<Ipv4Addr>() {
-        return Some(ip);
-    }
-    interface_addrs()
-        .into_iter()
-        .find(|(name, _)| name == listening_interface)
-        .map(|(_, ip)| ip)
-}
-
-fn local_host_name() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length; gethostname NUL-terminates on success.
-    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..end]).into_owned();
-    (!name.is_empty()).then_some(name)
-}
-
-/// Reverse DNS (canonical name) of an IPv4 address; None if it only resolves to itself.
-fn reverse_lookup(ip: Ipv4Addr) -> Option<String> {
-    // SAFETY: a zeroed sockaddr_in is a valid value; we fill family and address.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_addr.s_addr = u32::from(ip).to_be();
-    let mut host = [0 as libc::c_char; 1025];
-    // SAFETY: pointers and lengths describe valid buffers for the duration of the call.
-    let rc = unsafe {
-        libc::getnameinfo(
-            &sin as *const libc::sockaddr_in as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            host.as_mut_ptr(),
-            host.len() as libc::socklen_t,
-            std::ptr::null_mut(),
-            0,
-            libc::NI_NAMEREQD,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: getnameinfo NUL-terminated the buffer on success.
-    let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    (name != ip.to_string() && !name.is_empty()).then_some(name)
-}
-
-/// The default interface's IPv4 address: what the host name resolves to (Java's
-/// `InetAddress.getLocalHost()`), else the first non-loopback interface address, else loopback.
-fn default_ip() -> Option<Ipv4Addr> {
-    let from_name = local_host_name().and_then(|h| {
-        (h.as_str(), 0)
-            .to_socket_addrs()
-            .ok()?
-            .find_map(|a| match a.ip() {
-                IpAddr::V4(v4) if !v4.is_loopback() => Some(v4),
-                _ => None,
-            })
-    });
-    let addrs = interface_addrs();
-    from_name
-        .or_else(|| addrs.iter().map(|(_, ip)| *ip).find(|ip| !ip.is_loopback()))
-        .or_else(|| addrs.iter().map(|(_, ip)| *ip).next())
-}
-
-fn is_loopback_host(host: &str) -> bool {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return ip.is_loopback();
-    }
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    match (host, 0).to_socket_addrs() {
-        Ok(mut addrs) => addrs.next().is_some_and(|a| a.ip().is_loopback()),
-        Err(_) => false,
-    }
-}
-
-/// Derives this bookie's id and network host. `port` is the bookie port (the bound port when
-/// `bookiePort=0` with `allowEphemeralPorts`).
+/// Derives this bookie's id and addresses on the real host. `port` is the bookie port (the
+/// bound port when `bookiePort=0` with `allowEphemeralPorts`).
 pub fn resolve_bookie_address(
     cfg: &BookieConfig,
     port: u16,
 ) -> Result<BookieAddress, BookieIdError> {
-    let advertised = cfg
-        .advertised_address
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    let mut alternates: Vec<String> = Vec::new();
-    let host = if let Some(a) = advertised {
-        // Other ids this bookie may have used (docs/registration.md §5.3 step 3).
-        if let Some(ip) = default_ip() {
-            alternates.push(format!("{ip}:{port}"));
-            if let Some(name) = reverse_lookup(ip) {
-                alternates.push(format!("{name}:{port}"));
-            }
-        }
-        a.to_string()
-    } else {
-        let ip = match cfg
-            .listening_interface
+    derive(cfg, port, &super::host_network::RealHost)
+}
+
+/// The id-related keys, as rules 1-4 read them.
+#[derive(Clone)]
+struct IdKeys<'a> {
+    advertised: Option<&'a str>,
+    iface: Option<&'a str>,
+    use_host_name: bool,
+    short_host_name: bool,
+    allow_loopback: bool,
+}
+
+/// Rules 1-7 over `net`.
+pub fn derive(
+    cfg: &BookieConfig,
+    port: u16,
+    net: &dyn HostNetwork,
+) -> Result<BookieAddress, BookieIdError> {
+    let keys = IdKeys {
+        advertised: cfg
+            .advertised_address
             .as_deref()
-            .filter(|s| !s.is_empty() && *s != "default")
-        {
-            Some(iface) => listening_ipv4(iface)
-                .ok_or_else(|| BookieIdError::NoSuchInterface(iface.to_string()))?,
-            None => default_ip().ok_or(BookieIdError::NoAddress)?,
-        };
-        let ip_id = format!("{ip}:{port}");
-        let name = reverse_lookup(ip);
-        if cfg.use_host_name_as_bookie_id {
-            let mut name = name.ok_or_else(|| BookieIdError::NoHostName(ip.to_string()))?;
-            if cfg.use_short_host_name {
-                if let Some(i) = name.find('.') {
-                    name.truncate(i);
-                }
-            }
-            alternates.push(ip_id);
-            name
-        } else {
-            if let Some(n) = name {
-                alternates.push(format!("{n}:{port}"));
-            }
-            ip.to_string()
-        }
+            .map(str::trim)
+            .filter(|s| !s.is_empty()),
+        iface: cfg.listening_interface.as_deref(),
+        use_host_name: cfg.use_host_name_as_bookie_id,
+        short_host_name: cfg.use_short_host_name,
+        allow_loopback: cfg.allow_loopback || cfg.standalone,
     };
-    if !cfg.allow_loopback && is_loopback_host(&host) {
-        return Err(BookieIdError::Loopback(host));
-    }
-    let (bookie_id, alternate_ids) = match cfg
+    let java = Java { net };
+    let host = java.bookie_host(&keys)?;
+    let listen_ip = match keys.iface {
+        None => None,
+        Some(_) => Some(
+            java.get_by_name(&host)
+                .ok_or_else(|| BookieIdError::Unresolvable {
+                    host: host.clone(),
+                    iface: keys.iface.unwrap_or("default").to_string(),
+                })?,
+        ),
+    };
+    let custom = cfg
         .bookie_id
         .as_deref()
         .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
+        .filter(|s| !s.is_empty());
+    let (bookie_id, alternate_ids) = match custom {
         Some(custom) => (custom.to_string(), Vec::new()),
         None => {
             let id = format!("{host}:{port}");
-            alternates.retain(|a| a != &id);
-            alternates.dedup();
+            let mut alternates = Vec::new();
+            for use_host_name in [false, true] {
+                let k = IdKeys {
+                    advertised: None,
+                    use_host_name,
+                    allow_loopback: true,
+                    ..keys.clone()
+                };
+                let alt = format!("{}:{port}", java.bookie_host(&k)?);
+                if alt != id && !alternates.contains(&alt) {
+                    alternates.push(alt);
+                }
+            }
             (id, alternates)
         }
     };
@@ -248,85 +200,130 @@ pub fn resolve_bookie_address(
         bookie_id,
         host,
         port,
+        listen_ip,
         alternate_ids,
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Java's `InetAddress` and `net.DNS` behaviour over a [`HostNetwork`].
+struct Java<'a> {
+    net: &'a dyn HostNetwork,
+}
 
-    fn cfg() -> BookieConfig {
-        BookieConfig::defaults_standalone()
-    }
-
-    #[test]
-    fn advertised_address_wins_and_custom_id_is_verbatim() {
-        let mut c = cfg();
-        c.advertised_address = Some(" bk1.example.com ".into());
-        let a = resolve_bookie_address(&c, 3181).unwrap();
-        assert_eq!(a.bookie_id, "bk1.example.com:3181");
-        assert_eq!(a.host, "bk1.example.com");
-        c.bookie_id = Some("my-bookie-1".into());
-        let a = resolve_bookie_address(&c, 3181).unwrap();
-        assert_eq!(a.bookie_id, "my-bookie-1");
-        assert_eq!(
-            a.host, "bk1.example.com",
-            "network host stays the address even with a custom id"
-        );
-        assert!(a.alternate_ids.is_empty());
-    }
-
-    #[test]
-    fn loopback_needs_allow_loopback() {
-        let mut c = cfg();
-        c.advertised_address = Some("127.0.0.1".into());
-        assert!(matches!(
-            resolve_bookie_address(&c, 3181),
-            Err(BookieIdError::Loopback(_))
-        ));
-        c.allow_loopback = true;
-        assert_eq!(
-            resolve_bookie_address(&c, 3181).unwrap().bookie_id,
-            "127.0.0.1:3181"
-        );
-    }
-
-    #[test]
-    fn listening_interface_lo_and_unknown_interface() {
-        let mut c = cfg();
-        c.listening_interface = Some("lo".into());
-        c.allow_loopback = true;
-        assert_eq!(
-            resolve_bookie_address(&c, 4000).unwrap().bookie_id,
-            "127.0.0.1:4000"
-        );
-        assert_eq!(listening_ipv4("lo"), Some(Ipv4Addr::LOCALHOST));
-        assert_eq!(listening_ipv4("10.1.2.3"), Some(Ipv4Addr::new(10, 1, 2, 3)));
-        c.listening_interface = Some("no-such-if0".into());
-        assert!(matches!(
-            resolve_bookie_address(&c, 4000),
-            Err(BookieIdError::NoSuchInterface(_))
-        ));
-    }
-
-    #[test]
-    fn default_interface_gives_ip_port() {
-        let mut c = cfg();
-        c.allow_loopback = true;
-        let a = resolve_bookie_address(&c, 3181).unwrap();
-        let (ip, port) = a.bookie_id.rsplit_once(':').unwrap();
-        assert!(ip.parse::<Ipv4Addr>().is_ok(), "{}", a.bookie_id);
-        assert_eq!(port, "3181");
-    }
-
-    #[test]
-    fn id_validation_follows_java_including_range_quirk() {
-        for ok in ["10.0.0.1:3181", "bookie-1", "a_b", "x@y", "host;1"] {
-            assert!(validate_bookie_id(ok).is_ok(), "{ok}");
+impl Java<'_> {
+    /// Rules 1-4: the host part of the id (`BookieImpl.getBookieAddress`).
+    fn bookie_host(&self, k: &IdKeys) -> Result<String, BookieIdError> {
+        if let Some(a) = k.advertised {
+            return Ok(a.to_string());
         }
-        for bad in ["", "readonly", "ReadOnly", "a b", "a/b", "a,b", "é"] {
-            assert!(validate_bookie_id(bad).is_err(), "{bad}");
+        let iface = k.iface.unwrap_or("default");
+        let name = self.default_host(iface)?;
+        let ip = self
+            .get_by_name(&name)
+            .ok_or_else(|| BookieIdError::Unresolvable {
+                host: name.clone(),
+                iface: iface.to_string(),
+            })?;
+        let host = if k.use_host_name {
+            let canonical = self.canonical_host_name(ip);
+            match (k.short_host_name, canonical.split_once('.')) {
+                (true, Some((short, _))) => short.to_string(),
+                _ => canonical,
+            }
+        } else {
+            host_address(ip)
+        };
+        // Java resolves the id host again (`BookieSocketAddress.getSocketAddress`), before
+        // it reads allowLoopback: an unresolvable one (a short name, say) ends start-up there.
+        let addr = self
+            .get_by_name(&host)
+            .ok_or_else(|| BookieIdError::Unresolvable {
+                host: host.clone(),
+                iface: iface.to_string(),
+            })?;
+        if addr.is_loopback() && !k.allow_loopback {
+            return Err(BookieIdError::Loopback {
+                addr: host_address(addr),
+                how: format!(
+                    "listeningInterface={iface} gave host name {name:?}; this host is named {:?}",
+                    self.net.host_name().unwrap_or_default()
+                ),
+            });
         }
+        Ok(host)
+    }
+
+    /// `InetAddress.getByName`: a literal as it is, else the first address, IPv4 first.
+    fn get_by_name(&self, name: &str) -> Option<IpAddr> {
+        if let Ok(ip) = name.parse::<IpAddr>() {
+            return Some(ip);
+        }
+        let all = self.net.lookup(name);
+        all.iter()
+            .find(|ip| ip.is_ipv4())
+            .or_else(|| all.first())
+            .copied()
+    }
+
+    /// `InetAddress.getLocalHost`.
+    fn local_host(&self) -> Option<IpAddr> {
+        let name = self.net.host_name()?;
+        if name == "localhost" {
+            return Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        }
+        self.get_by_name(&name)
+    }
+
+    /// `InetAddress.getCanonicalHostName`: a reverse name confirmed forward, else the literal.
+    fn canonical_host_name(&self, ip: IpAddr) -> String {
+        match self.net.reverse_lookup(ip) {
+            Some(name) if self.net.lookup(&name).contains(&ip) => name,
+            _ => host_address(ip),
+        }
+    }
+
+    /// `DNS.getDefaultHost(iface)`.
+    fn default_host(&self, iface: &str) -> Result<String, BookieIdError> {
+        let cached = || {
+            self.local_host()
+                .map(|ip| self.canonical_host_name(ip))
+                .unwrap_or_else(|| "localhost".to_string())
+        };
+        if iface == "default" {
+            return Ok(cached());
+        }
+        let addrs = self
+            .net
+            .interface_addrs(iface)
+            .ok_or_else(|| BookieIdError::NoSuchInterface(iface.to_string()))?;
+        let ptr = addrs.iter().find_map(|ip| match ip {
+            IpAddr::V4(v4) => self.net.dns_ptr(*v4),
+            IpAddr::V6(_) => None,
+        });
+        Ok(ptr.unwrap_or_else(|| {
+            tracing::warn!(
+                interface = iface,
+                "Unable to determine hostname for interface (no DNS PTR record for its \
+                 addresses); using the local host's name, as Java does"
+            );
+            cached()
+        }))
     }
 }
+
+/// `InetAddress.getHostAddress`: dotted IPv4; IPv6 as eight uncompressed hex groups.
+fn host_address(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => v6
+            .segments()
+            .iter()
+            .map(|s| format!("{s:x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
+}
+
+#[cfg(test)]
+#[path = "bookie_id_tests.rs"]
+mod tests;
