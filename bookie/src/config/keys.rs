@@ -56,8 +56,6 @@ pub(crate) const IGNORED_KEYS: &[&str] = &[
     "pageSize",
     "sortedLedgerStorageEnabled",
     "skipListSizeLimit",
-    "gcOverreplicatedLedgerMaxConcurrentRequests",
-    "gcMetadataOpRateLimit",
     "useTransactionalCompaction",
     "gcEntryLogMetadataCacheEnabled",
     "entryLocationCompactionInterval",
