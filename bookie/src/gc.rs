@@ -104,10 +104,11 @@ async fn delete_now(
     cancel: &Cancel,
 ) -> Result<Vec<u64>, String> {
     let (st, c) = (storage.clone(), cancel.clone());
-    let report = tokio::task::spawn_blocking(move || st.gc(token, &|id| !victims.contains(&id), &c))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let report =
+        tokio::task::spawn_blocking(move || st.gc(token, &|id| !victims.contains(&id), &c))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
     for id in &report.deleted_ledgers {
         bookie.forget_ledger(*id as i64);
     }
@@ -201,6 +202,7 @@ async fn compact_if_due(
 }
 
 /// The GC loop: one round every `interval`, or when `trigger` asks (module docs).
+#[allow(clippy::too_many_arguments)]
 pub async fn gc_loop(
     storage: Arc<RealStorage>,
     bookie: Arc<Bookie>,
@@ -296,8 +298,7 @@ pub async fn gc_loop(
             HashSet::new()
         };
         let (st, c) = (storage.clone(), cancel.clone());
-        let result =
-            tokio::task::spawn_blocking(move || {
+        let result = tokio::task::spawn_blocking(move || {
             st.gc(token, &|id| live.contains(id) || verified.contains(&id), &c)
         })
         .await;
@@ -358,7 +359,10 @@ mod tests {
         assert!(o.verify_metadata_on_gc);
         assert_eq!((o.max_concurrent, o.op_rate), (7, 50));
         assert_eq!(o.op_timeout, Duration::from_secs(8));
-        for key in ["gcOverreplicatedLedgerMaxConcurrentRequests", "gcMetadataOpRateLimit"] {
+        for key in [
+            "gcOverreplicatedLedgerMaxConcurrentRequests",
+            "gcMetadataOpRateLimit",
+        ] {
             let e = options(&format!("{key}=0\n")).err().unwrap();
             assert!(e.contains(key), "{e}");
         }

@@ -42,7 +42,12 @@ impl Fake {
 impl MetadataStore for Fake {
     fn read_metadata(&self, ledger: u64) -> impl Future<Output = Read> + Send + 'static {
         self.reads.lock().push(ledger);
-        let r = self.metadata.lock().get(&ledger).cloned().unwrap_or(Ok(None));
+        let r = self
+            .metadata
+            .lock()
+            .get(&ledger)
+            .cloned()
+            .unwrap_or(Ok(None));
         async move { r }
     }
 
@@ -138,7 +143,10 @@ fn a_failed_or_unparsable_read_keeps_the_ledger() {
     ));
     let mut partial = encode(&[(0, &["a:1"])], LedgerState::Closed, Some(1));
     partial.truncate(partial.len() - 4);
-    for bad in [partial, b"BookieMetadataFormatVersion\t2\nquorumSize: 2\n".to_vec()] {
+    for bad in [
+        partial,
+        b"BookieMetadataFormatVersion\t2\nquorumSize: 2\n".to_vec(),
+    ] {
         let read: Read = Ok(Some(bad));
         assert!(matches!(
             judge_overreplicated(&read, ME),
@@ -157,7 +165,10 @@ async fn precheck_keeps_everything_but_closed_non_members() {
         (1, closed(&[(0, &[ME, "b:1"])])),
         (2, closed(&[(0, &["a:1", "b:1"])])),
         (3, Err("timed out".into())),
-        (5, Ok(Some(encode(&[(0, &["a:1"])], LedgerState::Open, None)))),
+        (
+            5,
+            Ok(Some(encode(&[(0, &["a:1"])], LedgerState::Open, None))),
+        ),
         (6, closed(&[(0, &["a:1"]), (7, &["b:1"])])),
     ]);
     let c = overreplicated_candidates(&store, &[1, 2, 3, 4, 5, 6], ME, 2, &mut rate()).await;

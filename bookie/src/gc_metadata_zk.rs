@@ -96,12 +96,11 @@ impl ZkMetadata {
         let layout = format!("{base}/LAYOUT");
         self.create_if_missing(&layout, LAYOUT_DATA.as_bytes())
             .await?;
-        let data = match bounded(self.timeout, "get", &layout, self.client.get_data(&layout))
-            .await?
-        {
-            Ok((data, _)) => data,
-            Err(e) => return Err(format!("get {layout}: {e}")),
-        };
+        let data =
+            match bounded(self.timeout, "get", &layout, self.client.get_data(&layout)).await? {
+                Ok((data, _)) => data,
+                Err(e) => return Err(format!("get {layout}: {e}")),
+            };
         if !layout_is_basic_v1(&String::from_utf8_lossy(&data)) {
             return Err(format!(
                 "{layout} is {:?}, not {LAYOUT_DATA:?}: incompatible under-replication layout",
@@ -177,7 +176,14 @@ impl MetadataStore for ZkMetadata {
 
     async fn release_lock(&self, ledger: u64) -> Result<(), String> {
         let path = lock_path(&self.root, ledger);
-        match bounded(self.timeout, "delete", &path, self.client.delete(&path, None)).await? {
+        match bounded(
+            self.timeout,
+            "delete",
+            &path,
+            self.client.delete(&path, None),
+        )
+        .await?
+        {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
             Err(e) => Err(format!("delete {path}: {e}")),
         }

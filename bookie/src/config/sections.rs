@@ -475,9 +475,11 @@ fn gc(p: &mut Props) -> Result<Gc, ConfigError> {
         .filter(|ms| *ms > 0)
         .map(|ms| Duration::from_millis(ms as u64)),
         // Java's semaphore and RateLimiter need at least 1 (0 hangs or throws there).
-        gc_overreplicated_ledger_max_concurrent_requests: p
-            .u32_min("gcOverreplicatedLedgerMaxConcurrentRequests", 1000, 1)?
-            as usize,
+        gc_overreplicated_ledger_max_concurrent_requests: p.u32_min(
+            "gcOverreplicatedLedgerMaxConcurrentRequests",
+            1000,
+            1,
+        )? as usize,
         gc_metadata_op_rate_limit: p.u32_min("gcMetadataOpRateLimit", 1000, 1)?,
         verify_metadata_on_gc: p.bool("verifyMetadataOnGC", false)?,
         minor_compaction_threshold: minor_threshold,
