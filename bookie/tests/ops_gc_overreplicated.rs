@@ -6,6 +6,8 @@
 //! segment only, an OPEN one, and one whose under-replication lock another session holds
 //! are kept, the last until the lock goes.
 //! Skips (printing SKIPPED) only when ZooKeeper cannot be installed and BK_REQUIRE_ZK is unset.
+// Test set-up writes its config file and log directly.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod common;
 mod ops_support;
