@@ -227,8 +227,13 @@ pub struct BookieConfig {
     // ---- GC and compaction ----
     /// gcWaitTime (600000 ms).
     pub gc_wait_time: Duration,
-    /// gcOverreplicatedLedgerWaitTime (86400000 ms).
-    pub gc_overreplicated_ledger_wait_time: Duration,
+    /// gcOverreplicatedLedgerWaitTime (86400000 ms): how often the over-replication check
+    /// runs; None (a value <= 0) disables it (bookie/src/gc_metadata.rs).
+    pub gc_overreplicated_ledger_wait_time: Option<Duration>,
+    /// gcOverreplicatedLedgerMaxConcurrentRequests (1000), at least 1.
+    pub gc_overreplicated_ledger_max_concurrent_requests: usize,
+    /// gcMetadataOpRateLimit (1000 metadata operations a second), at least 1.
+    pub gc_metadata_op_rate_limit: u32,
     /// verifyMetadataOnGC (false).
     pub verify_metadata_on_gc: bool,
     /// minorCompactionThreshold (0.2), at most 1; <= 0 disables minor compaction.

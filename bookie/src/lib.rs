@@ -28,6 +28,8 @@ pub mod config;
 pub mod cookie;
 pub mod disk_monitor;
 pub mod gc;
+pub mod gc_metadata;
+pub mod gc_metadata_zk;
 pub mod gc_scan;
 pub mod gc_trigger;
 pub mod handlers;

@@ -318,12 +318,19 @@ async fn serve(
         bookie.clone(),
     ));
     let gc = registration.as_ref().map(|reg| {
+        let overreplicated_deleted = prometheus_client::metrics::counter::Counter::default();
+        metrics.registry().register(
+            "bookie_rs_gc_overreplicated_ledgers_deleted",
+            "Ledgers deleted because no ensemble of their metadata lists this bookie",
+            overreplicated_deleted.clone(),
+        );
         tokio::spawn(gc::gc_loop(
             storage.clone(),
             bookie.clone(),
             reg.clone(),
             cfg.gc_wait_time.max(Duration::from_secs(1)),
             CompactionSchedule::from_config(&cfg),
+            gc::GcMetadataOptions::from_config(&cfg, overreplicated_deleted),
             maintenance.clone(),
             admin_state.gc_trigger(),
         ))

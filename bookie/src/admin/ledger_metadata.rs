@@ -18,6 +18,9 @@
 //! writes `byte[]`), `state`, `closed`, `ctime`, `ctoken`, `allEnsembles`
 //! (`{"<first entry>": [{"id": "<bookie id>"}, ...]}`). Versions 1 and 2 (text formats of
 //! pre-4.0 clients) are refused with an error, never guessed at.
+//!
+//! This is the bookie's one parse of ledger metadata: the garbage collector's over-replication
+//! check and `verifyMetadataOnGC` read state and ensembles through [`ensembles`].
 
 use serde_json::{json, Map, Value};
 
@@ -68,8 +71,9 @@ struct CustomEntry {
     value: Option<Vec<u8>>,
 }
 
-/// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
-pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+/// Decodes a metadata znode (module docs): its format version and the protobuf. The one
+/// parse of ledger metadata in the bookie (the admin API and GC both go through it).
+fn decode(data: &[u8]) -> Result<(u32, LedgerMetadataFormat), String> {
     let rest = data
         .strip_prefix(VERSION_KEY)
         .ok_or("not ledger metadata (no format version header)")?;
@@ -88,12 +92,71 @@ pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
     }
     let md = <LedgerMetadataFormat as prost::Message>::decode_length_delimited(&rest[nl + 1..])
         .map_err(|e| format!("ledger metadata protobuf: {e}"))?;
-    let state = match md.state {
-        1 => "OPEN",
-        2 => "IN_RECOVERY",
-        3 => "CLOSED",
-        s => return Err(format!("unknown ledger state {s}")),
-    };
+    Ok((version, md))
+}
+
+/// A ledger's state as its metadata records it (`LedgerMetadataFormat.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerState {
+    Open,
+    InRecovery,
+    Closed,
+}
+
+impl LedgerState {
+    fn from_wire(state: i32) -> Result<LedgerState, String> {
+        match state {
+            1 => Ok(LedgerState::Open),
+            2 => Ok(LedgerState::InRecovery),
+            3 => Ok(LedgerState::Closed),
+            s => Err(format!("unknown ledger state {s}")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LedgerState::Open => "OPEN",
+            LedgerState::InRecovery => "IN_RECOVERY",
+            LedgerState::Closed => "CLOSED",
+        }
+    }
+}
+
+/// What the garbage collector needs of a ledger's metadata: its state and every ensemble of
+/// the ensembles map (first entry id, bookie ids as written), in znode order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEnsembles {
+    pub state: LedgerState,
+    pub ensembles: Vec<(i64, Vec<String>)>,
+}
+
+impl LedgerEnsembles {
+    /// Whether `bookie_id` is a member of any ensemble (exact id match, as Java's
+    /// `BookieId.equals`).
+    pub fn has_member(&self, bookie_id: &str) -> bool {
+        self.ensembles
+            .iter()
+            .any(|(_, members)| members.iter().any(|m| m == bookie_id))
+    }
+}
+
+/// The state and ensembles of a metadata znode, or why it cannot be read (never a guess).
+pub fn ensembles(data: &[u8]) -> Result<LedgerEnsembles, String> {
+    let (_, md) = decode(data)?;
+    Ok(LedgerEnsembles {
+        state: LedgerState::from_wire(md.state)?,
+        ensembles: md
+            .segment
+            .into_iter()
+            .map(|s| (s.first_entry_id, s.ensemble_member))
+            .collect(),
+    })
+}
+
+/// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
+pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+    let (version, md) = decode(data)?;
+    let state = LedgerState::from_wire(md.state)?.name();
     let digest = match md.digest_type.unwrap_or(1) {
         1 => "CRC32",
         2 => "MAC",
@@ -160,16 +223,38 @@ fn base64(bytes: &[u8]) -> String {
 
 /// Encodes metadata as a 4.x client writes it (tests of this module and of the endpoint).
 pub fn encode_for_tests(ensemble: &[&str], closed_at: Option<i64>) -> Vec<u8> {
+    let state = if closed_at.is_some() {
+        LedgerState::Closed
+    } else {
+        LedgerState::Open
+    };
+    encode_ensembles_for_tests(&[(0, ensemble)], state, closed_at)
+}
+
+/// Encodes metadata with several ensembles (first entry id, members) in `state` (tests of
+/// this module and of the garbage collector).
+pub fn encode_ensembles_for_tests(
+    ensembles: &[(i64, &[&str])],
+    state: LedgerState,
+    last_entry: Option<i64>,
+) -> Vec<u8> {
     let md = LedgerMetadataFormat {
         quorum_size: 2,
-        ensemble_size: ensemble.len() as i32,
-        length: closed_at.map_or(0, |e| (e + 1) * 100),
-        last_entry_id: closed_at,
-        state: if closed_at.is_some() { 3 } else { 1 },
-        segment: vec![Segment {
-            ensemble_member: ensemble.iter().map(|s| s.to_string()).collect(),
-            first_entry_id: 0,
-        }],
+        ensemble_size: ensembles.first().map_or(0, |(_, e)| e.len() as i32),
+        length: last_entry.map_or(0, |e| (e + 1) * 100),
+        last_entry_id: last_entry,
+        state: match state {
+            LedgerState::Open => 1,
+            LedgerState::InRecovery => 2,
+            LedgerState::Closed => 3,
+        },
+        segment: ensembles
+            .iter()
+            .map(|(first, members)| Segment {
+                ensemble_member: members.iter().map(|s| s.to_string()).collect(),
+                first_entry_id: *first,
+            })
+            .collect(),
         digest_type: Some(3),
         password: Some(b"pw".to_vec()),
         ack_quorum_size: Some(2),
@@ -210,6 +295,22 @@ mod tests {
         let mut data = encode_for_tests(&["a:1"], None);
         data.truncate(data.len() - 3);
         assert!(to_json(1, &data).is_err(), "truncated protobuf");
+    }
+
+    #[test]
+    fn ensembles_list_every_segment() {
+        let data = encode_ensembles_for_tests(
+            &[(0, &["a:1", "b:1"]), (10, &["a:1", "c:1"])],
+            LedgerState::InRecovery,
+            None,
+        );
+        let e = ensembles(&data).unwrap();
+        assert_eq!(e.state, LedgerState::InRecovery);
+        assert_eq!(e.ensembles.len(), 2);
+        assert!(e.has_member("b:1") && e.has_member("c:1"));
+        assert!(!e.has_member("d:1") && !e.has_member("a:"));
+        assert!(ensembles(b"garbage").is_err());
+        assert_eq!(to_json(1, &data).unwrap()["state"], "IN_RECOVERY");
     }
 
     #[test]

@@ -101,6 +101,9 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         write_buffer_size_bytes: s.write_buffer_size_bytes,
         gc_wait_time: g.gc_wait_time,
         gc_overreplicated_ledger_wait_time: g.gc_overreplicated_ledger_wait_time,
+        gc_overreplicated_ledger_max_concurrent_requests: g
+            .gc_overreplicated_ledger_max_concurrent_requests,
+        gc_metadata_op_rate_limit: g.gc_metadata_op_rate_limit,
         verify_metadata_on_gc: g.verify_metadata_on_gc,
         minor_compaction_threshold: g.minor_compaction_threshold,
         minor_compaction_interval: g.minor_compaction_interval,
@@ -415,7 +418,9 @@ fn ledger_storage(p: &mut Props) -> Result<LedgerStorage, ConfigError> {
 /// The GC and compaction fields of [`BookieConfig`] (documented there).
 struct Gc {
     gc_wait_time: Duration,
-    gc_overreplicated_ledger_wait_time: Duration,
+    gc_overreplicated_ledger_wait_time: Option<Duration>,
+    gc_overreplicated_ledger_max_concurrent_requests: usize,
+    gc_metadata_op_rate_limit: u32,
     verify_metadata_on_gc: bool,
     minor_compaction_threshold: f64,
     minor_compaction_interval: Option<Duration>,
@@ -461,8 +466,22 @@ fn gc(p: &mut Props) -> Result<Gc, ConfigError> {
     let unbounded_when_negative = |v: i64| (v > 0).then(|| Duration::from_millis(v as u64));
     Ok(Gc {
         gc_wait_time: Duration::from_millis(p.u64_min("gcWaitTime", 600_000, 1)?),
-        gc_overreplicated_ledger_wait_time: p
-            .millis("gcOverreplicatedLedgerWaitTime", 86_400_000)?,
+        // Java enables the check only for a value > 0.
+        gc_overreplicated_ledger_wait_time: Some(p.int(
+            "gcOverreplicatedLedgerWaitTime",
+            86_400_000,
+            i64::MIN,
+            i64::MAX,
+        )?)
+        .filter(|ms| *ms > 0)
+        .map(|ms| Duration::from_millis(ms as u64)),
+        // Java's semaphore and RateLimiter need at least 1 (0 hangs or throws there).
+        gc_overreplicated_ledger_max_concurrent_requests: p.u32_min(
+            "gcOverreplicatedLedgerMaxConcurrentRequests",
+            1000,
+            1,
+        )? as usize,
+        gc_metadata_op_rate_limit: p.u32_min("gcMetadataOpRateLimit", 1000, 1)?,
         verify_metadata_on_gc: p.bool("verifyMetadataOnGC", false)?,
         minor_compaction_threshold: minor_threshold,
         minor_compaction_interval: minor_interval,

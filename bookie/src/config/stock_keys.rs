@@ -192,9 +192,9 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     // ---- GC and compaction (docs/config.md §1.5) ----
     ("gcWaitTime", H("the period of a GC round (due compactions, then deletion of ledgers without metadata)")),
     ("gcOverreplicatedLedgerWaitTime", H("the period of the over-replication check (ledgers whose ensembles no longer hold this bookie are deleted)")),
-    ("gcOverreplicatedLedgerMaxConcurrentRequests", N("the over-replication check reads ledger metadata with its own fixed concurrency")),
-    ("gcMetadataOpRateLimit", N("GC's ZooKeeper reads are not rate-limited")),
-    ("verifyMetadataOnGC", H("GC re-reads a ledger's metadata before deleting it")),
+    ("gcOverreplicatedLedgerMaxConcurrentRequests", H("bounds the over-replication check's metadata reads in flight and locks held at once")),
+    ("gcMetadataOpRateLimit", H("paces the over-replication check's metadata reads (per second)")),
+    ("verifyMetadataOnGC", H("GC re-reads the metadata of a ledger missing from the listing and deletes it only if it is gone or lists this bookie in no ensemble")),
     ("minorCompactionThreshold", H("segments whose live fraction is below it are rewritten by minor compaction (<= 0: off)")),
     ("minorCompactionInterval", H("the period of minor compaction, in seconds (<= 0: off)")),
     ("majorCompactionThreshold", H("segments whose live fraction is below it are rewritten by major compaction (<= 0: off)")),

@@ -325,6 +325,11 @@ impl RealStorage {
             .unwrap_or((0, 0))
     }
 
+    /// The ids of every ledger stored here, ascending (the GC's local snapshot).
+    pub fn ledgers(&self) -> Result<Vec<u64>, StorageError> {
+        self.entry_log.with(|log| Ok(log.ledgers()))
+    }
+
     /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
     /// that uses the token, whatever the metadata scan missed.
     pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {

@@ -84,6 +84,8 @@ public final class BookieProcess {
         // Garbage collection fast enough for scenario 9 to see space come back.
         kv.put("gcWaitTime", "1000");
         kv.put("flushInterval", "1000");
+        // Scenario 13: the over-replication check every 5 s instead of once a day.
+        kv.put("gcOverreplicatedLedgerWaitTime", "5000");
         kv.put("logSizeLimit", String.valueOf(8 * 1024 * 1024));
         kv.put("minorCompactionThreshold", "0.2");
         kv.put("minorCompactionInterval", "2");

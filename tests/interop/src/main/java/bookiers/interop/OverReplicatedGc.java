@@ -1,0 +1,136 @@
+/*
+ * Scenario 13, s13_overreplicated_gc: a ledger moved off a bookie by the stock recover flow
+ * (BookKeeperAdmin.recoverBookieData, what `bookkeeper shell recover` runs) is deleted from that
+ * bookie by its garbage collector's over-replication check (gcOverreplicatedLedgerWaitTime=5000,
+ * gcWaitTime=1000 in every bookie's conf), and its space comes back; the ledger still reads back
+ * whole from its new ensemble. The move runs under the ledger's under-replication lock (as the
+ * stock ReplicationWorker's does), so the new replica's own check must leave the ledger alone
+ * while it is being copied.
+ *
+ * Measured and printed (one `interop: s13 ...` line per run): the time from the end of the move
+ * (recoverBookieData returned, metadata updated) to the first direct read that answers
+ * NoSuchLedgerExistsException on the old bookie, and to the old bookie's ledger dir giving back
+ * half of its copy's bytes.
+ */
+package bookiers.interop;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.BookKeeperAdmin;
+import org.apache.bookkeeper.client.InteropAccess;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.meta.ZkLedgerUnderreplicationManager;
+import org.apache.bookkeeper.net.BookieId;
+import org.apache.bookkeeper.proto.BookieClient;
+import org.apache.zookeeper.ZooDefs;
+
+/** Scenario 13. */
+final class OverReplicatedGc {
+    private OverReplicatedGc() {
+    }
+
+    static final int ENTRIES = 40;
+    static final int SIZE = 256 * Payloads.KIB;
+
+    static void run(Ctx ctx) throws Exception {
+        BookKeeper bk = ctx.newClient();
+        BookieClient raw = InteropAccess.bookieClient(bk);
+        LedgerHandle lh = bk.createLedger(3, 3, 2, DigestType.CRC32C, Ctx.PASSWORD);
+        long id = lh.getId();
+        BookieId victimId = lh.getLedgerMetadata().getAllEnsembles().get(0L).get(0);
+        BookieProcess victim = ctx.cluster.byId(victimId.toString());
+        BookieProcess.Usage before = victim.ledgerDirUsage();
+        Ctx.writeAll(lh, ENTRIES, e -> Payloads.bytes(id, e, SIZE), 20, 8L * Payloads.MIB);
+        lh.close();
+        long copy = (long) ENTRIES * SIZE;
+
+        // The baseline: the old bookie's copy is on disk (write cache flushed) and usage has
+        // settled (three polls, 1.5 s: longer than both bookies' 1 s flush interval), as in s09.
+        BookieProcess.Usage written = before;
+        BookieProcess.Usage previous = null;
+        int unchanged = 0;
+        long flushDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < flushDeadline) {
+            written = victim.ledgerDirUsage();
+            unchanged = written.equals(previous) ? unchanged + 1 : 0;
+            previous = written;
+            if (grew(before, written) >= copy * 8 / 10 && unchanged >= 3) {
+                break;
+            }
+            Thread.sleep(500);
+        }
+        Check.isTrue("ledger dir usage of " + victimId + " after writing its " + copy + " B copy",
+                grew(before, written) >= copy * 8 / 10, "grew only from " + before + " to " + written + " in 30 s");
+        Check.eq("direct read of entry 0 of ledger " + id + " from " + victimId + " before the move",
+                BKException.Code.OK, Scenarios.readRc(raw, victimId, id, 0));
+
+        // The move: the stock recover flow re-replicates the ledger's fragments on the victim to
+        // the fourth bookie and rewrites the ensemble; the victim stays up. Under the ledger's
+        // under-replication lock, as the stock ReplicationWorker holds it while it replicates:
+        // without it the target's own over-replication check can see the half-copied ledger
+        // (closed, target not yet in the ensemble) and delete it under the replicator (seen on
+        // the Java bookie: "Write attempt on fenced/deleted ledger", recoverBookieData failed).
+        String lock = ZkLedgerUnderreplicationManager.acquireUnderreplicatedLedgerLock(ctx.cluster.zk(),
+                Cluster.LEDGERS_ROOT, id, ZooDefs.Ids.OPEN_ACL_UNSAFE);
+        try (BookKeeperAdmin admin = new BookKeeperAdmin(ctx.clientConf())) {
+            admin.recoverBookieData(id, Set.of(victimId), false, false);
+        } finally {
+            ctx.cluster.zk().delete(lock, -1);
+        }
+        long moved = System.nanoTime();
+        LedgerHandle after = ctx.newClient().openLedgerNoRecovery(id, DigestType.CRC32C, Ctx.PASSWORD);
+        for (Map.Entry<Long, ? extends List<BookieId>> seg : after.getLedgerMetadata().getAllEnsembles().entrySet()) {
+            Check.isTrue("ensemble at entry " + seg.getKey() + " after recoverBookieData",
+                    !seg.getValue().contains(victimId), victimId + " is still in " + seg.getValue());
+        }
+
+        // The old bookie deletes the ledger and reclaims the space.
+        long deadline = moved + TimeUnit.SECONDS.toNanos(120);
+        long goneAt = -1;
+        long reclaimedAt = -1;
+        int rc = BKException.Code.OK;
+        BookieProcess.Usage now = written;
+        while (System.nanoTime() < deadline && (goneAt < 0 || reclaimedAt < 0)) {
+            if (goneAt < 0) {
+                rc = Scenarios.readRc(raw, victimId, id, 0);
+                if (rc == BKException.Code.NoSuchLedgerExistsException) {
+                    goneAt = System.nanoTime();
+                }
+            }
+            if (reclaimedAt < 0) {
+                now = victim.ledgerDirUsage();
+                if (grew(now, written) >= copy / 2) {
+                    reclaimedAt = System.nanoTime();
+                }
+            }
+            Thread.sleep(200);
+        }
+        System.out.println("interop: s13 " + ctx.cluster.impl().name + " " + ctx.mode + ": ledger " + id
+                + " moved off " + victimId + "; ENOLEDGER there after " + ms(moved, goneAt)
+                + ", half its copy reclaimed after " + ms(moved, reclaimedAt)
+                + " (gcOverreplicatedLedgerWaitTime=5000, gcWaitTime=1000)");
+        Check.isTrue("direct read of the moved ledger from " + victimId, goneAt >= 0,
+                "expected NoSuchLedgerExistsException (ENOLEDGER) within 120 s of the move, still rc=" + rc
+                        + " (" + BKException.getMessage(rc) + ")");
+        Check.isTrue("ledger dir usage of " + victimId + " after the move", reclaimedAt >= 0,
+                "expected it to drop by >= " + copy / 2 + " B (allocated or apparent) from " + written
+                        + " within 120 s of the move, it is " + now + " (before the scenario: " + before + ")");
+
+        LedgerHandle rh = ctx.newClient().openLedger(id, DigestType.CRC32C, Ctx.PASSWORD);
+        Ctx.verifyAll(rh, 0, ENTRIES - 1, e -> Payloads.bytes(id, e, SIZE), 4L * Payloads.MIB);
+    }
+
+    private static String ms(long from, long at) {
+        return at < 0 ? "(not within 120 s)" : TimeUnit.NANOSECONDS.toMillis(at - from) + " ms";
+    }
+
+    /** How much usage grew from a to b: the larger of the allocated and apparent growth. */
+    private static long grew(BookieProcess.Usage a, BookieProcess.Usage b) {
+        return Math.max(b.allocated() - a.allocated(), b.apparent() - a.apparent());
+    }
+}
