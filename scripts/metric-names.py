@@ -11,8 +11,9 @@ What counts as a metric name: an identifier in the expression that is not a func
 aggregation (followed by `(`), not a keyword (by, without, on, ignoring, group_left,
 group_right, bool, and, or, unless, offset), not inside a label matcher `{...}`, a string, a
 range `[...]` or the label list after by/without/on/ignoring/group_*, and not a Grafana
-variable (`$name`, `${name}`). `label_values(m, label)` counts `m` only. bookie/tests/
-ops_metric_coverage.rs applies the same rules to our own dashboard and alerts.
+variable (`$name`, `${name}`). `label_values(m, label)` counts `m` only. A
+`{__name__=~"..."}` selector names no metric here; bookie/tests/metric_names/mod.rs, which
+applies the same rules to our own dashboard and alerts, checks it as a pattern.
 """
 import json
 import re

@@ -1,17 +1,19 @@
 //! Every metric name the dashboards and alerts an operator uses depend on is exported by the
 //! real `bookie` binary under load, and non-zero wherever the stock Java 4.17 bookie's is
-//! non-zero under the same load (docs/operations.md §1). The four name lists: our Grafana
+//! non-zero under the same load (docs/monitoring.md §3). The four name lists: our Grafana
 //! dashboard (deploy/grafana/bookie-rs.json) and alert rules
 //! (deploy/prometheus/bookie-rs-alerts.yml), read here; apache/pulsar's and StreamNative's
 //! BookKeeper dashboards, committed as name lists under deploy/metric-names/ (made by
 //! scripts/metric-names.py). Java's values: deploy/metric-names/java-nonzero-under-load.txt,
-//! recorded by `record_java_nonzero_under_load` below against a stock bookie.
+//! recorded by `record_java_nonzero_under_load` below against a stock bookie
+//! (scripts/java-metrics-under-load.sh runs one and this test).
 //!
 //! The load: adds and reads of 100 entries (1 KiB) on each of four ledgers, two over the v2
 //! protocol and two over v3, then a trickle of adds and reads (v2 and v3) while /metrics is
 //! scraped, so that the quantile windows (rolled over every 60 s, or every
-//! `prometheusStatsLatencyRolloverSeconds`) hold samples. A name counts as non-zero when any
-//! of its samples is neither 0 nor NaN.
+//! `prometheusStatsLatencyRolloverSeconds`) hold samples; `flushInterval=1000` on both bookies,
+//! so flushes and reads from flushed data happen within the run. A name counts as non-zero when
+//! any of its samples is neither 0 nor NaN.
 //!
 //! Needs ZooKeeper (the bookie registers, as in production); skips, printing SKIPPED, only
 //! when ZooKeeper cannot be installed and BK_REQUIRE_ZK is unset.
@@ -369,7 +371,7 @@ async fn dashboards_and_alerts_names_are_exported_under_load() {
              metadataServiceUri=zk+hierarchical://{}{root}\nzkTimeout=10000\n\
              statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\n\
              prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n\
-             prometheusStatsLatencyRolloverSeconds=1\ngcWaitTime=600000\n",
+             prometheusStatsLatencyRolloverSeconds=1\ngcWaitTime=600000\nflushInterval=1000\n",
             tmp.path().join("journal").display(),
             tmp.path().join("ledgers").display(),
             server.connect,
@@ -497,8 +499,8 @@ async fn record_java_nonzero_under_load() {
         "# Per metric name of the four lists (bookie/tests/ops_metric_coverage.rs): the stock Java bookie's\n\
          # value under that test's load: nonzero (some sample neither 0 nor NaN), zero, or absent (not exported).\n\
          # Measured by record_java_nonzero_under_load against org.apache.bookkeeper.server.Main 4.17.3\n\
-         # (DbLedgerStorage, PrometheusMetricsProvider, prometheusStatsLatencyRolloverSeconds=1), started\n\
-         # as deploy/README.md says. `bookie_ledger_dir_<dir>_usage` stands for each ledger dir's gauge.\n",
+         # (DbLedgerStorage, PrometheusMetricsProvider, prometheusStatsLatencyRolloverSeconds=1, flushInterval=1000), by\n\
+         # scripts/java-metrics-under-load.sh. `bookie_ledger_dir_<dir>_usage` stands for each ledger dir's gauge.\n",
     );
     for (n, v) in values {
         text.push_str(&format!("{n} {v}\n"));
