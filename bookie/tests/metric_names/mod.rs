@@ -190,16 +190,14 @@ pub fn promql_names(expr: &str) -> Used {
             Tok::Close => {
                 stack.pop();
             }
-            Tok::Ident(id) if stack.last().is_some_and(|&(c, _)| c == '{') => {
-                // A label matcher: only `__name__` matters.
-                if id == "__name__" {
-                    let regex = toks[i + 1..].iter().find_map(|t| match t {
-                        Tok::Str(s) => Some(s.clone()),
-                        _ => None,
-                    });
-                    used.patterns
-                        .insert(name_pattern(&regex.expect("__name__ value")));
-                }
+            // A label matcher (skipped below): only `__name__` matters.
+            Tok::Ident(id) if id == "__name__" && stack.last().is_some_and(|&(c, _)| c == '{') => {
+                let regex = toks[i + 1..].iter().find_map(|t| match t {
+                    Tok::Str(s) => Some(s.clone()),
+                    _ => None,
+                });
+                used.patterns
+                    .insert(name_pattern(&regex.expect("__name__ value")));
             }
             Tok::Ident(id) if !skipping => {
                 let next_is_call = matches!(toks.get(i + 1), Some(Tok::Open('(')));
