@@ -62,18 +62,19 @@ async fn compact_if_due(
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    let threshold = match (schedule.major, schedule.minor) {
+    let (threshold, major) = match (schedule.major, schedule.minor) {
         (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
             *last_major = now;
             *last_minor = now;
-            t
+            (t, true)
         }
         (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
             *last_minor = now;
-            t
+            (t, false)
         }
         _ => return,
     };
+    crate::metrics::gc_stats::GC_STATS.compaction_pass(major);
     let (st, c) = (storage.clone(), cancel.clone());
     // Reported by the blocking task itself: shutdown aborts this task, and the pass it
     // cancelled still says how far it got.
@@ -114,6 +115,7 @@ pub async fn gc_loop(
             return;
         }
         let _round = trigger.begin_round();
+        let _runtime = crate::metrics::gc_stats::GC_STATS.time_round();
         compact_if_due(
             &storage,
             &compaction,

@@ -21,7 +21,9 @@
 //! only at scrape time and must not block.
 
 pub mod adapters;
+pub mod gc_stats;
 pub mod http;
+pub mod process;
 pub mod summary;
 
 use std::collections::HashMap;
@@ -281,6 +283,7 @@ impl Metrics {
         for s in &self.inner.ops {
             s.rotate();
         }
+        gc_stats::GC_STATS.rotate();
     }
 
     /// The full exposition text (Prometheus text format 0.0.4).
@@ -299,10 +302,12 @@ impl Metrics {
                 &self.inner.ops[*op as usize].snapshot(),
             );
         }
+        gc_stats::GC_STATS.collect(&mut s);
         let collectors: Vec<Collector> = self.inner.collectors.read().clone();
         for c in collectors {
             c(&mut s);
         }
+        process::collect(&mut s);
         let mut out = s.finish();
         let mut extra = String::new();
         if prometheus_client::encoding::prometheus_text::encode(
@@ -421,6 +426,12 @@ impl Scrape {
         Self::sample(out, name, labels, &value.to_string());
     }
 
+    /// A counter sample with a fractional value (`process_cpu_seconds_total`).
+    pub fn counter_f64(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let out = self.family(name, "counter");
+        Self::sample(out, name, labels, &format_value(value));
+    }
+
     /// A gauge sample.
     pub fn gauge(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         let out = self.family(name, "gauge");
@@ -514,7 +525,14 @@ mod tests {
         );
         assert!(text
             .contains("bookie_BOOKIE_ADD_ENTRY_BYTES{success=\"true\",quantile=\"1.0\"} 1024.0\n"));
-        assert!(!text.contains("_total"), "stock counters keep their names");
+        // Stock counters keep their names; the one `_total` is the Prometheus client's
+        // own `process_cpu_seconds_total`, as Java exports it.
+        assert!(
+            text.lines()
+                .filter(|l| l.contains("_total"))
+                .all(|l| l.contains("process_cpu_seconds_total")),
+            "{text}"
+        );
         for op in Op::ALL {
             assert_eq!(
                 text.matches(&format!("# TYPE {} summary\n", op.metric_name()))
