@@ -65,7 +65,6 @@ pub(crate) const IGNORED_KEYS: &[&str] = &[
     "zkRetryBackoffMaxMs",
     "httpServerClass",
     "httpServerTlsEnable",
-    "statsProviderClass",
     "prometheusStatsLatencyRolloverSeconds",
     "exposeDefaultJVMMetrics",
     "bookieDeathWatchInterval",
