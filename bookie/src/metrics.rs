@@ -25,6 +25,7 @@ pub mod gc_stats;
 pub mod http;
 pub mod process;
 pub mod summary;
+pub mod zk_stats;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -284,6 +285,7 @@ impl Metrics {
             s.rotate();
         }
         gc_stats::GC_STATS.rotate();
+        zk_stats::ZK_STATS.rotate();
     }
 
     /// The full exposition text (Prometheus text format 0.0.4).
@@ -303,6 +305,7 @@ impl Metrics {
             );
         }
         gc_stats::GC_STATS.collect(&mut s);
+        zk_stats::ZK_STATS.collect(&mut s);
         let collectors: Vec<Collector> = self.inner.collectors.read().clone();
         for c in collectors {
             c(&mut s);

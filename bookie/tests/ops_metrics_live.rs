@@ -11,6 +11,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod common;
+mod ops_support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -45,10 +46,15 @@ fn free_port() -> u16 {
 
 /// A standalone bookie with `args` added, serving on a free port once this returns.
 async fn start(args: &[&str]) -> Bookie {
+    start_with(&["--standalone"], args).await
+}
+
+async fn start_with(mode: &[&str], args: &[&str]) -> Bookie {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args(["--standalone", "--data-dir"])
+        .args(mode)
+        .arg("--data-dir")
         .arg(dir.path())
         .args(["--port", &port.to_string()])
         .args(args)
@@ -332,4 +338,66 @@ async fn helm_settings_serve_metrics_on_the_admin_port() {
         !log.contains("Address already in use") && !log.contains("not started"),
         "a second listener tried the same port:\n{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_client_series_count_the_bookies_calls() {
+    let Some(zk) = ops_support::zk_server("zookeeper_client_series_count_the_bookies_calls") else {
+        return;
+    };
+    let observer = ops_support::observer(zk).await;
+    let root = format!("/metrics-live-{}", std::process::id());
+    ops_support::init_cluster(&observer, &root, None).await;
+    let uri = format!("zk+hierarchical://{}{root}", zk.connect);
+    let mport = free_port();
+    let b = start_with(
+        &["--metadata-service-uri", &uri],
+        &[
+            "--advertised-address",
+            "127.0.0.1",
+            "--allow-loopback",
+            "--metrics-port",
+            &mport.to_string(),
+            "--set",
+            "prometheusStatsHttpAddress=127.0.0.1",
+            "--set",
+            "gcWaitTime=1000",
+        ],
+    )
+    .await;
+    // Registered, and one GC round has listed the ledger tree.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let text = get(mport, "/metrics").await.expect("metrics").1;
+        let listed = sample(
+            &text,
+            "bookie_bookie_zk_get_children_count{success=\"true\"}",
+        );
+        if sample(&text, "bookie_SERVER_STATUS") == Some(1.0) && listed.unwrap_or(0.0) >= 1.0 {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no registration or GC scan:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(count(&text, "bookie_bookie_zk_create_client"), 1.0);
+    assert!(
+        count(&text, "bookie_bookie_zk_create") >= 2.0,
+        "cookie + registration"
+    );
+    assert!(count(&text, "bookie_bookie_zk_exists") >= 1.0);
+    // The cookie reads at start-up find no node: failures, as Java counts them.
+    let failed = |op: &str| sample(&text, &format!("{op}_count{{success=\"false\"}}")).unwrap();
+    assert!(failed("bookie_bookie_zk_get_data") >= 1.0, "{text}");
+    assert!(sample(&text, "bookie_bookie_watcher_state_SyncConnected").unwrap() >= 1.0);
+    for absent in [
+        "bookie_bookie_zk_get_acl",
+        "bookie_bookie_zk_multi",
+        "bookie_bookie_zk_sync",
+    ] {
+        assert_eq!(count(&text, absent), 0.0, "{absent}: never called");
+    }
+    stop(b);
 }
