@@ -86,6 +86,7 @@ named_enum! {
         BookieAddEntry => "bookie_BOOKIE_ADD_ENTRY",
         BookieRecoveryAddEntry => "bookie_BOOKIE_RECOVERY_ADD_ENTRY",
         BookieReadEntry => "bookie_BOOKIE_READ_ENTRY",
+        BookieGetListOfEntriesOfLedger => "bookie_BOOKIE_GET_LIST_OF_ENTRIES_OF_LEDGER",
         /// Value stat: entry sizes in bytes (use `observe_value`).
         BookieAddEntryBytes => "bookie_BOOKIE_ADD_ENTRY_BYTES",
         /// Value stat: entry sizes in bytes (use `observe_value`).

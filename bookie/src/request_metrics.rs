@@ -135,6 +135,10 @@ impl RequestObserver for MetricsObserver {
             }
         } else if kind == RequestKind::ForceLedger && ok {
             self.0.inc(Counter::BookieForceLedger);
+        } else if kind == RequestKind::ListEntries {
+            self.0
+                .op(metrics::Op::BookieGetListOfEntriesOfLedger)
+                .observe(processing, ok);
         }
     }
 
@@ -212,6 +216,7 @@ mod tests {
         // Adds: bookie layer, bytes, queueing; reads (plain and fence) likewise.
         assert_eq!(count(&m, Op::BookieAddEntry), 1);
         assert_eq!(count(&m, Op::BookieRecoveryAddEntry), 1);
+        assert_eq!(count(&m, Op::BookieGetListOfEntriesOfLedger), 1);
         assert_eq!(count(&m, Op::WriteThreadQueuedLatency), 2);
         assert_eq!(count(&m, Op::ReadEntry), 2, "plain read + fence read");
         assert_eq!(count(&m, Op::BookieReadEntry), 3);

@@ -130,6 +130,15 @@ fn labelled(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} missing in\n{text}"))
 }
 
+/// The `success="true"` sample of summary part `name` (`<op>_count` / `<op>_sum`), any
+/// further labels.
+fn labelled_ok(text: &str, name: &str) -> f64 {
+    let prefix = format!("{name}{{success=\"true\"");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing in\n{text}"))
+}
+
 const ADDS: i64 = 200;
 const LEDGER: i64 = 5;
 
@@ -239,6 +248,7 @@ async fn a_loaded_bookie_exports_live_stock_series() {
         "bookkeeper_server_GET_LIST_OF_ENTRIES_OF_LEDGER",
         "bookkeeper_server_READ_ENTRY_SCHEDULING_DELAY",
         "bookie_BOOKIE_READ_ENTRY",
+        "bookie_BOOKIE_GET_LIST_OF_ENTRIES_OF_LEDGER",
     ] {
         assert!(count(&text, op) >= 1.0, "{op} stayed 0");
     }
@@ -265,6 +275,8 @@ async fn a_loaded_bookie_exports_live_stock_series() {
         "reads after the flush did not reach the read cache\n{after}"
     );
     assert!(labelled(&after, "bookie_read_cache_hits") >= 1.0);
+    assert!(labelled_ok(&after, "bookie_readahead_batch_count_count") >= 1.0);
+    assert!(labelled_ok(&text, "bookie_flush_size_sum") >= 200_000.0);
     assert!(labelled(&after, "bookie_read_cache_size") > 0.0);
     assert!(labelled(&text, "bookie_write_cache_max_size") > 0.0);
     let _ = labelled(&text, "bookie_write_cache_size");

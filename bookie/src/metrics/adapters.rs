@@ -181,6 +181,19 @@ pub fn entrylog_collector(
     }
 }
 
+/// A value stat known only by its totals (count of events, sum of values): no
+/// quantiles (NaN), as Java reports an empty window.
+fn totals_summary(count: u64, sum: u64) -> SummarySnapshot {
+    SummarySnapshot {
+        success: OutcomeSnapshot {
+            count,
+            sum: sum as f64,
+            quantiles: [f64::NAN; 7],
+        },
+        failure: no_failures(),
+    }
+}
+
 fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let l = [("ledgerDir", dirs), ("indexDir", dirs)];
@@ -220,6 +233,17 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         "bookie_read_entry",
         &l,
         &latency_summary(&m.read_entry_latency, 0),
+    );
+    // Value stats: per flush its bytes, per read-ahead its entries.
+    s.summary(
+        "bookie_flush_size",
+        &l,
+        &totals_summary(g(&m.flush_count), g(&m.flush_bytes)),
+    );
+    s.summary(
+        "bookie_readahead_batch_count",
+        &l,
+        &totals_summary(g(&m.readahead_batch_count), g(&m.readahead_entries)),
     );
     s.gauge("bookie_ledgers_count", &l, g(&m.active_ledgers) as f64);
     s.gauge("bookie_entries_count", &l, g(&m.entries_count) as f64);
@@ -351,6 +375,8 @@ mod tests {
         m.active_ledgers.store(7, Ordering::Relaxed);
         m.read_cache_hits.store(5, Ordering::Relaxed);
         m.segment_space_bytes.store(4096, Ordering::Relaxed);
+        m.readahead_batch_count.store(3, Ordering::Relaxed);
+        m.readahead_entries.store(297, Ordering::Relaxed);
         let c = entrylog_collector(m, &[PathBuf::from("/d/ledgers/current")]);
         let mut s = Scrape::default();
         c(&mut s);
@@ -363,6 +389,9 @@ mod tests {
             format!("bookie_write_cache_size{l} 0\n"),
             "bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES 4096\n".to_string(),
             "# TYPE bookie_DELETED_LEDGER_TOTAL counter\n".to_string(),
+            format!("bookie_readahead_batch_count_count{{success=\"true\",ledgerDir=\"/d/ledgers/current\",indexDir=\"/d/ledgers/current\"}} 3\n"),
+            format!("bookie_readahead_batch_count_sum{{success=\"true\",ledgerDir=\"/d/ledgers/current\",indexDir=\"/d/ledgers/current\"}} 297.0\n"),
+            "# TYPE bookie_flush_size summary\n".to_string(),
         ] {
             assert!(text.contains(&line), "missing {line:?} in\n{text}");
         }
