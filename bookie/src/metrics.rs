@@ -1,5 +1,8 @@
 //! `metrics`: the bookie's Prometheus metrics with the Java bookie's stock names and shapes
-//! (docs/config.md §3), and the `/metrics` HTTP endpoint.
+//! (docs/config.md §3; what we export and why: docs/metrics.md), and the `/metrics` HTTP
+//! endpoint. Submodules: `adapters` (journal, entry log, ledger dirs, memory), `process`
+//! (`process_*`, build info), `gc_stats` and `zk_stats` (process-wide GC and ZooKeeper
+//! client stats), `summary` (op-stat windows), `http`.
 //!
 //! Exposition shape (decision, see ARCHITECTURE notes): the stock metrics are written exactly
 //! like the Java bookie's `PrometheusTextFormat` (text format 0.0.4), so dashboards built for

@@ -1,5 +1,5 @@
 //! Collectors that export the journal's and the entry log's own metrics structs under the stock
-//! Java names (docs/config.md §3). Register them once at start-up:
+//! Java names (docs/metrics.md §2). Register them once at start-up:
 //! `metrics.add_collector(journal_collector(journal_metrics, 0))`.
 //!
 //! Difference from Java (recorded decision): these crates keep cumulative histograms, so their
