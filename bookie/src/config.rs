@@ -293,8 +293,14 @@ pub struct BookieConfig {
     pub http_server_port: u16,
     /// httpServerHost (0.0.0.0).
     pub http_server_host: String,
-    /// enableStatistics (true).
+    /// enableStatistics (true): with false, requests are not recorded (as Java's request
+    /// processor skips its stats); the metrics endpoint still answers.
     pub enable_statistics: bool,
+    /// statsProviderClass (org.apache.bookkeeper.stats.NullStatsProvider).
+    pub stats_provider_class: String,
+    /// Metrics are exported: `statsProviderClass` is the Prometheus provider, or
+    /// `--metrics-port` was given (docs/metrics.md §1).
+    pub metrics_enabled: bool,
     /// prometheusStatsHttpEnable (true).
     pub prometheus_stats_http_enable: bool,
     /// prometheusStatsHttpAddress (0.0.0.0).

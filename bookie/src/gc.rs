@@ -189,18 +189,19 @@ async fn compact_if_due(
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    let kind = match (schedule.major, schedule.minor) {
+    let (kind, major) = match (schedule.major, schedule.minor) {
         (Some(k), _) if now.duration_since(*last_major) >= k.every => {
             *last_major = now;
             *last_minor = now;
-            k
+            (k, true)
         }
         (_, Some(k)) if now.duration_since(*last_minor) >= k.every => {
             *last_minor = now;
-            k
+            (k, false)
         }
         _ => return,
     };
+    crate::metrics::gc_stats::GC_STATS.compaction_pass(major);
     let (st, c) = (storage.clone(), cancel.clone());
     let threshold = kind.threshold;
     // Reported by the blocking task itself: shutdown aborts this task, and the pass it
@@ -251,6 +252,7 @@ pub async fn gc_loop(
             return;
         }
         let _round = trigger.begin_round();
+        let _runtime = crate::metrics::gc_stats::GC_STATS.time_round();
         compact_if_due(
             &storage,
             &compaction,

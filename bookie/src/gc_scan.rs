@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+use crate::metrics::zk_stats::{timed, ZkOp};
+
 /// Scan failures. Any of them means "skip this GC round".
 #[derive(Debug, thiserror::Error)]
 pub enum GcScanError {
@@ -214,7 +216,7 @@ struct Pending {
 /// long-hierarchical, legacy or flat, possibly under a shaded package). Any other manager
 /// (e.g. `ms`) would make the scan find nothing and GC delete everything.
 async fn check_layout(client: &zk::Client, path: &str, t: Duration) -> Result<(), GcScanError> {
-    let data = match tokio::time::timeout(t, client.get_data(path)).await {
+    let data = match tokio::time::timeout(t, timed(ZkOp::GetData, client.get_data(path))).await {
         Ok(Ok((data, _))) => data,
         Ok(Err(zk::Error::NoNode)) => return Ok(()),
         Ok(Err(source)) => {
@@ -253,7 +255,12 @@ async fn list(
     path: &str,
     t: Duration,
 ) -> Result<Option<Vec<String>>, GcScanError> {
-    await_listing(client.list_children(path), path, t).await
+    await_listing(
+        timed(ZkOp::GetChildren, client.list_children(path)),
+        path,
+        t,
+    )
+    .await
 }
 
 async fn await_listing(
@@ -319,7 +326,7 @@ pub async fn scan_live_ledgers_with(
             // (`list_children` itself, not an async wrapper, so each request leaves now.)
             let futures: Vec<_> = chunk
                 .iter()
-                .map(|p| client.list_children(&p.path))
+                .map(|p| timed(ZkOp::GetChildren, client.list_children(&p.path)))
                 .collect();
             for (p, fut) in chunk.iter().zip(futures) {
                 listings += 1;

@@ -1,5 +1,8 @@
 //! `metrics`: the bookie's Prometheus metrics with the Java bookie's stock names and shapes
-//! (docs/config.md §3), and the `/metrics` HTTP endpoint.
+//! (docs/config.md §3; what we export and why: docs/metrics.md), and the `/metrics` HTTP
+//! endpoint. Submodules: `adapters` (journal, entry log, ledger dirs, memory), `process`
+//! (`process_*`, build info), `gc_stats` and `zk_stats` (process-wide GC and ZooKeeper
+//! client stats), `summary` (op-stat windows), `http`.
 //!
 //! Exposition shape (decision, see ARCHITECTURE notes): the stock metrics are written exactly
 //! like the Java bookie's `PrometheusTextFormat` (text format 0.0.4), so dashboards built for
@@ -21,8 +24,11 @@
 //! only at scrape time and must not block.
 
 pub mod adapters;
+pub mod gc_stats;
 pub mod http;
+pub mod process;
 pub mod summary;
+pub mod zk_stats;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -83,6 +89,7 @@ named_enum! {
         BookieAddEntry => "bookie_BOOKIE_ADD_ENTRY",
         BookieRecoveryAddEntry => "bookie_BOOKIE_RECOVERY_ADD_ENTRY",
         BookieReadEntry => "bookie_BOOKIE_READ_ENTRY",
+        BookieGetListOfEntriesOfLedger => "bookie_BOOKIE_GET_LIST_OF_ENTRIES_OF_LEDGER",
         /// Value stat: entry sizes in bytes (use `observe_value`).
         BookieAddEntryBytes => "bookie_BOOKIE_ADD_ENTRY_BYTES",
         /// Value stat: entry sizes in bytes (use `observe_value`).
@@ -281,6 +288,8 @@ impl Metrics {
         for s in &self.inner.ops {
             s.rotate();
         }
+        gc_stats::GC_STATS.rotate();
+        zk_stats::ZK_STATS.rotate();
     }
 
     /// The full exposition text (Prometheus text format 0.0.4).
@@ -299,10 +308,13 @@ impl Metrics {
                 &self.inner.ops[*op as usize].snapshot(),
             );
         }
+        gc_stats::GC_STATS.collect(&mut s);
+        zk_stats::ZK_STATS.collect(&mut s);
         let collectors: Vec<Collector> = self.inner.collectors.read().clone();
         for c in collectors {
             c(&mut s);
         }
+        process::collect(&mut s);
         let mut out = s.finish();
         let mut extra = String::new();
         if prometheus_client::encoding::prometheus_text::encode(
@@ -421,6 +433,12 @@ impl Scrape {
         Self::sample(out, name, labels, &value.to_string());
     }
 
+    /// A counter sample with a fractional value (`process_cpu_seconds_total`).
+    pub fn counter_f64(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let out = self.family(name, "counter");
+        Self::sample(out, name, labels, &format_value(value));
+    }
+
     /// A gauge sample.
     pub fn gauge(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         let out = self.family(name, "gauge");
@@ -514,7 +532,14 @@ mod tests {
         );
         assert!(text
             .contains("bookie_BOOKIE_ADD_ENTRY_BYTES{success=\"true\",quantile=\"1.0\"} 1024.0\n"));
-        assert!(!text.contains("_total"), "stock counters keep their names");
+        // Stock counters keep their names; the one `_total` is the Prometheus client's
+        // own `process_cpu_seconds_total`, as Java exports it.
+        assert!(
+            text.lines()
+                .filter(|l| l.contains("_total"))
+                .all(|l| l.contains("process_cpu_seconds_total")),
+            "{text}"
+        );
         for op in Op::ALL {
             assert_eq!(
                 text.matches(&format!("# TYPE {} summary\n", op.metric_name()))

@@ -265,7 +265,23 @@ async fn serve(
         }
     }
     metrics.gauge_set(Gauge::JournalDirs, storage.journal.journals() as i64);
-    let observer: Arc<dyn RequestObserver> = Arc::new(MetricsObserver(metrics.clone()));
+    metrics.gauge_set(Gauge::JournalQueueMaxSize, cfg.journal_queue_size as i64);
+    metrics.add_collector(metrics::adapters::journal_memory_max_collector(
+        storage.journal.journals(),
+        storage_config(&cfg).journal.in_flight_bytes_max,
+    ));
+    metrics.add_collector(metrics::adapters::entrylog_collector(
+        storage.clone(),
+        &storage_config(&cfg).ledger_dirs,
+    ));
+    metrics.add_collector(metrics::adapters::ledger_dirs_collector({
+        let storage = storage.clone();
+        move || storage.dir_usages()
+    }));
+    // enableStatistics=false: requests are not recorded (Java's request processor).
+    let observer: Option<Arc<dyn RequestObserver>> = cfg
+        .enable_statistics
+        .then(|| Arc::new(MetricsObserver(metrics.clone())) as Arc<dyn RequestObserver>);
     let mut server_cfg = server_config(&cfg);
     if let Some(ip) = listen_ip {
         server_cfg.bind.set_ip(ip);
@@ -281,7 +297,7 @@ async fn serve(
         fixed_mib = bound.fixed >> 20,
         "memory bound (docs/memory.md)"
     );
-    let server = Server::start_with_observer(bookie.clone(), server_cfg, Some(observer)).await?;
+    let server = Server::start_with_observer(bookie.clone(), server_cfg, observer).await?;
     metrics.add_collector(memory_collector(bound, {
         let probe = server.memory_probe();
         let storage = storage.clone();

@@ -46,6 +46,7 @@ pub use service_info::{BookieServiceInfo, Endpoint};
 
 use crate::config::BookieConfig;
 use crate::cookie::{self, Cookie, CookieError, CookiePlan};
+use crate::metrics::zk_stats::{self, ZkOp};
 
 /// Registration / metadata errors.
 #[derive(Debug, thiserror::Error)]
@@ -148,7 +149,12 @@ async fn zk_call<T>(
     path: &str,
     fut: impl std::future::Future<Output = Result<T, zk::Error>>,
 ) -> Result<T> {
-    match tokio::time::timeout(timeout, fut).await {
+    let started = Instant::now();
+    let result = tokio::time::timeout(timeout, fut).await;
+    if let (Some(o), Ok(r)) = (zk_stats::op_of(op), &result) {
+        zk_stats::ZK_STATS.record(o, started, r.is_ok());
+    }
+    match result {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(source)) => Err(RegistrationError::Zk {
             op,
@@ -168,6 +174,7 @@ pub async fn connect_zk(connect: &str, session_timeout: Duration) -> Result<zk::
     let fut = zk::Client::connector()
         .with_session_timeout(session_timeout)
         .connect(connect);
+    let fut = zk_stats::timed(ZkOp::CreateClient, fut);
     match tokio::time::timeout(session_timeout + Duration::from_secs(5), fut).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(source)) => Err(RegistrationError::Connect {
@@ -290,7 +297,10 @@ impl Registration {
                 zk_call(t, "mkdir", &parent, client.mkdir(&parent, &open_acl())).await?;
                 match tokio::time::timeout(
                     t,
-                    client.create(&path, master.to_text().as_bytes(), &open_acl()),
+                    zk_stats::timed(
+                        ZkOp::Create,
+                        client.create(&path, master.to_text().as_bytes(), &open_acl()),
+                    ),
                 )
                 .await
                 {
@@ -418,7 +428,12 @@ async fn delete_if_ours(client: &zk::Client, t: Duration, path: &str) -> Result<
     let stat = zk_call(t, "stat", path, client.check_stat(path)).await?;
     if let Some(s) = stat {
         if s.ephemeral_owner == client.session_id().0 {
-            match tokio::time::timeout(t, client.delete(path, Some(s.version))).await {
+            match tokio::time::timeout(
+                t,
+                zk_stats::timed(ZkOp::Delete, client.delete(path, Some(s.version))),
+            )
+            .await
+            {
                 Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => {}
                 Ok(Err(source)) => {
                     return Err(RegistrationError::Zk {
@@ -445,7 +460,7 @@ async fn read_zk_cookie(
     t: Duration,
     path: &str,
 ) -> Result<Option<(Cookie, i32)>> {
-    match tokio::time::timeout(t, client.get_data(path)).await {
+    match tokio::time::timeout(t, zk_stats::timed(ZkOp::GetData, client.get_data(path))).await {
         Ok(Ok((data, stat))) => Ok(Some((Cookie::parse(&data, path)?, stat.version))),
         Ok(Err(zk::Error::NoNode)) => Ok(None),
         Ok(Err(source)) => Err(RegistrationError::Zk {
@@ -533,7 +548,12 @@ impl Inner {
             }
         }
         let ro = format!("{}/available/readonly", self.root);
-        match tokio::time::timeout(t, client.create(&ro, &[], &open_acl())).await {
+        match tokio::time::timeout(
+            t,
+            zk_stats::timed(ZkOp::Create, client.create(&ro, &[], &open_acl())),
+        )
+        .await
+        {
             Ok(Ok(_)) | Ok(Err(zk::Error::NodeExists)) => Ok(()),
             Ok(Err(source)) => Err(RegistrationError::Zk {
                 op: "create",
@@ -551,7 +571,8 @@ impl Inner {
     async fn instance_id(&self, client: &zk::Client) -> Result<Option<String>> {
         let path = format!("{}/INSTANCEID", self.root);
         let t = self.op_timeout();
-        match tokio::time::timeout(t, client.get_data(&path)).await {
+        match tokio::time::timeout(t, zk_stats::timed(ZkOp::GetData, client.get_data(&path))).await
+        {
             Ok(Ok((data, _))) => Ok(Some(String::from_utf8_lossy(&data).trim().to_string())),
             Ok(Err(zk::Error::NoNode)) => Ok(None),
             Ok(Err(source)) => Err(RegistrationError::Zk {
@@ -573,7 +594,15 @@ impl Inner {
         let t = self.op_timeout();
         let started = Instant::now();
         loop {
-            match tokio::time::timeout(t, client.create(path, &self.data, &ephemeral_acl())).await {
+            match tokio::time::timeout(
+                t,
+                zk_stats::timed(
+                    ZkOp::Create,
+                    client.create(path, &self.data, &ephemeral_acl()),
+                ),
+            )
+            .await
+            {
                 Ok(Ok(_)) => return Ok(()),
                 Ok(Err(zk::Error::NodeExists)) => {}
                 Ok(Err(source)) => {
@@ -666,7 +695,7 @@ impl Inner {
                         return;
                     }
                     zk::SessionState::Closed => return,
-                    zk::SessionState::SyncConnected => {}
+                    zk::SessionState::SyncConnected => zk_stats::ZK_STATS.sync_connected(),
                     other => tracing::info!(state = ?other, "ZooKeeper session state"),
                 }
                 // Wait for the next state change; meanwhile, every few seconds, re-publish a

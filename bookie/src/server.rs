@@ -128,11 +128,13 @@ impl RequestKind {
 pub trait RequestObserver: Send + Sync + 'static {
     /// A request was decoded and is about to wait for its permits.
     fn started(&self, kind: RequestKind, request_bytes: usize);
-    /// Its response was queued for writing; `latency` runs from decode to queueing.
+    /// Its response was queued for writing; `latency` runs from decode to queueing,
+    /// `processing` from its dispatch (permits held) to queueing.
     fn finished(
         &self,
         kind: RequestKind,
         latency: Duration,
+        processing: Duration,
         status: crate::handlers::Status,
         request_bytes: usize,
         response_bytes: usize,
@@ -452,6 +454,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         p = conn_limits.admit(limits::kind_of(&op), frame_bytes) => p,
                         _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
                     };
+                    let dispatched = std::time::Instant::now();
                     let pending = shared.dispatch(op);
                     let tx = tx.clone();
                     let budget = budget.clone();
@@ -463,6 +466,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                             o.finished(
                                 kind,
                                 started.elapsed(),
+                                dispatched.elapsed(),
                                 reply.status(),
                                 frame_len,
                                 bytes.len(),

@@ -284,7 +284,7 @@ async fn a_full_journal_disk_turns_the_bookie_read_only_and_back() {
              journalDirectories={}\nledgerDirectories={}\n\
              journalMaxSizeMB=16\njournalPreAllocSizeMB=8\n\
              dbStorage_writeCacheMaxSizeMb=256\nflushInterval=3600000\n\
-             prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n",
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\nprometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n",
             journal_dir.display(),
             tmp.path().join("ledgers").display(),
         ),

@@ -116,7 +116,7 @@ impl Bookie {
             format!(
                 "bookiePort={port}\nadvertisedAddress=127.0.0.1\nallowLoopback=true\n\
                  journalDirectories={}\nledgerDirectories={}\n\
-                 prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n{extra}",
+                 statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\nprometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n{extra}",
                 journal.display(),
                 dirs.join(","),
             ),

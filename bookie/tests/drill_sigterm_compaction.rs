@@ -155,7 +155,7 @@ async fn sigterm_during_a_long_compaction_exits_within_10s_and_loses_nothing() {
             "bookiePort={port}\nadvertisedAddress=127.0.0.1\nallowLoopback=true\n\
              journalDirectories={}\nledgerDirectories={}\n\
              metadataServiceUri=zk+hierarchical://{}{root}\nzkTimeout=10000\n\
-             prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\nprometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
              dbStorage_writeCacheMaxSizeMb=32\nflushInterval=60000\n\
              gcWaitTime=1000\nminorCompactionInterval=1\nminorCompactionThreshold=0.2\n\
              isThrottleByBytes=true\ncompactionRateByBytes=100000\n",

@@ -179,7 +179,7 @@ async fn sigterm_with_a_stalled_ledger_disk_gives_up_within_10s_and_loses_nothin
         format!(
             "bookiePort={port}\nadvertisedAddress=127.0.0.1\nallowLoopback=true\n\
              journalDirectories={}\nledgerDirectories={}\n\
-             prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\nprometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
              dbStorage_writeCacheMaxSizeMb=64\nflushInterval=60000\n",
             tmp.path().join("journal").display(),
             ledgers.path().join("ledgers").display(),

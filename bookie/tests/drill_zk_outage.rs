@@ -156,7 +156,7 @@ async fn zookeeper_outage_of_a_minute_is_survived_under_load() {
             "bookiePort={port}\nadvertisedAddress=127.0.0.1\nallowLoopback=true\n\
              journalDirectories={}\nledgerDirectories={}\n\
              metadataServiceUri=zk+hierarchical://{}{root}\nzkTimeout=4000\n\
-             prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\nprometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort=0\n\
              gcWaitTime=600000\n",
             tmp.path().join("journal").display(),
             tmp.path().join("ledgers").display(),

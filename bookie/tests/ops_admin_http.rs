@@ -98,6 +98,8 @@ impl Bookie {
                 "--set",
                 "httpServerEnabled=true",
                 "--set",
+                "statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider",
+                "--set",
                 "httpServerHost=127.0.0.1",
                 "--set",
                 &format!("httpServerPort={http_port}"),

@@ -34,6 +34,7 @@ fn write_conf(path: &Path, zk: &str, root: &str, base: &Path, port: u16, ledger_
          ledgerDirectories={}\n\
          metadataServiceUri=zk+hierarchical://{zk}{root}\n\
          zkTimeout=4000\n\
+         statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\n\
          prometheusStatsHttpAddress=127.0.0.1\n\
          prometheusStatsHttpPort=0\n\
          gcWaitTime=600000\n",

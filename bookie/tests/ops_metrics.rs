@@ -68,9 +68,10 @@ async fn scrape_over_http_has_stock_names_and_java_shape() {
         .bytes_written
         .store(8192, std::sync::atomic::Ordering::Relaxed);
     metrics.add_collector(journal_collector(journal.clone(), 0));
-    metrics.add_collector(entrylog_collector(Arc::new(
-        bk_entrylog::EntryLogMetrics::default(),
-    )));
+    metrics.add_collector(entrylog_collector(
+        Arc::new(bk_entrylog::EntryLogMetrics::default()),
+        &["/data/ledgers/current".into()],
+    ));
     let server = serve(
         metrics.clone(),
         "127.0.0.1:0".parse().unwrap(),
@@ -146,7 +147,7 @@ async fn endpoint_follows_configuration() {
     let server = MetricsServer::start_from_config(&cfg, Metrics::new())
         .await
         .unwrap()
-        .expect("enabled by default");
+        .expect("enabled by --metrics-port");
     let (status, _, body) = http(server.local_addr(), "GET", "/metrics").await;
     assert_eq!(status, 200);
     assert!(
@@ -155,12 +156,12 @@ async fn endpoint_follows_configuration() {
     );
     server.shutdown();
 
-    cfg.enable_statistics = false;
+    cfg.metrics_enabled = false;
     assert!(MetricsServer::start_from_config(&cfg, Metrics::new())
         .await
         .unwrap()
         .is_none());
-    cfg.enable_statistics = true;
+    cfg.metrics_enabled = true;
     cfg.http_server_enabled = true;
     cfg.http_server_host = "127.0.0.1".into();
     cfg.http_server_port = 0;

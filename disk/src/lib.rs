@@ -18,7 +18,8 @@
 //! `small_file` holds the one durable replace of a whole file ([`replace_file`]: temp
 //! file, fdatasync, rename, directory sync) and the one bounded whole-file read
 //! ([`read_small_file`], [`read_small_text`]) over any backend; [`file_system_space`]
-//! is `statvfs` with the file system's id. `open_files` is the open-file table and the
+//! is `statvfs` with the file system's id; `procfs` reads `/proc/self` for the
+//! process metrics. `open_files` is the open-file table and the
 //! namespace operations the two real-file-system backends share.
 //!
 //! Invariants every backend keeps:
@@ -58,6 +59,7 @@ mod open_files;
 
 pub mod backend;
 pub mod checked;
+pub mod procfs;
 pub mod sim;
 pub mod small_file;
 pub mod syscall;

@@ -313,6 +313,12 @@ impl EntryLog {
         self.shared.dir_usages()
     }
 
+    /// Usage of every directory now (statvfs), with the state of the last check; unlike
+    /// [`EntryLog::disk_usage`] it changes no state (the metrics read it at scrape time).
+    pub fn dir_usages(&self) -> Result<Vec<DirUsage>> {
+        self.shared.dir_usages()
+    }
+
     /// Test aid: (segment, seq, entry ids) of each run of a ledger, in precedence order.
     #[doc(hidden)]
     pub fn debug_runs(&self, ledger: u64) -> Vec<(u64, u64, Vec<u64>)> {
@@ -398,6 +404,15 @@ impl Shared {
             g.index.segments.values().map(|s| s.file_len).sum(),
         );
         M::set(&m.active_ledgers, g.index.ledgers.len() as u64);
+        M::set(
+            &m.entries_count,
+            g.index
+                .ledgers
+                .values()
+                .flat_map(|l| l.runs.iter())
+                .map(|r| r.entries.len() as u64)
+                .sum(),
+        );
     }
 
     /// Read-only while the directory states say so (`readOnlyModeOnAnyDiskFullEnabled`)

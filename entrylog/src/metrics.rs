@@ -120,6 +120,9 @@ pub struct EntryLogMetrics {
     pub segment_space_bytes: AtomicU64,
     /// `ACTIVE_LEDGER_TOTAL` / `ledgers_count`.
     pub active_ledgers: AtomicU64,
+    /// `entries_count`: entry locations in the index (flushed entries; a copy that
+    /// compaction has not yet dropped counts twice, as in Java's location index).
+    pub entries_count: AtomicU64,
     /// Not stock (`bookie_rs_entrylog_corrupt_entries`): corrupt entries detected by
     /// reads, each stored copy counted once (`corruption_report`).
     pub corrupt_entries: AtomicU64,

@@ -35,6 +35,9 @@ pub struct JournalMetrics {
     /// Bytes admitted and not yet acknowledged (gauge).
     /// Stock: `bookie_journal_JOURNAL_MEMORY_USED`.
     pub memory_used_bytes: AtomicU64,
+    /// Groups submitted (write+fdatasync) and not completed: 0 or 1, one group is in
+    /// flight at a time. Stock: `bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE`.
+    pub force_write_queue: AtomicU64,
     /// Bytes written to segment files by group writes, padding included.
     /// Stock: `bookie_journal_JOURNAL_WRITE_BYTES`.
     pub bytes_written: AtomicU64,
@@ -60,6 +63,7 @@ impl Default for JournalMetrics {
             group_bytes: hist(),
             queue_depth: AtomicU64::new(0),
             memory_used_bytes: AtomicU64::new(0),
+            force_write_queue: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             groups: AtomicU64::new(0),
             barriers: AtomicU64::new(0),

@@ -96,6 +96,7 @@ pl_bookie_start() {
         echo "zkServers=$PL_ZK"
         echo "nettyMaxFrameSizeBytes=5253120"
         echo "httpServerEnabled=false"
+        echo "statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider"
         echo "prometheusStatsHttpAddress=127.0.0.1"
         echo "prometheusStatsHttpPort=$mport"
         for kv in "$@"; do echo "$kv"; done

@@ -6,10 +6,10 @@
 //!   whole admin API plus `/metrics` and `/heartbeat` (Java's provider opens no port of its
 //!   own then), so the Helm chart's `httpServerPort=8000` = `prometheusStatsHttpPort=8000`
 //!   is one listener;
-//! - `httpServerEnabled=false`: with statistics on (`enableStatistics`,
-//!   `prometheusStatsHttpEnable`), a metrics-only listener on
-//!   `prometheusStatsHttpAddress:prometheusStatsHttpPort` (`--metrics-port`) serves
-//!   `/metrics` and `/heartbeat`, everything else 404.
+//! - `httpServerEnabled=false`: with metrics on (`statsProviderClass` the Prometheus
+//!   provider, or `--metrics-port`; docs/metrics.md §1) and `prometheusStatsHttpEnable`,
+//!   a metrics-only listener on `prometheusStatsHttpAddress:prometheusStatsHttpPort`
+//!   serves `/metrics` and `/heartbeat`, everything else 404; with metrics off, none.
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections per listener (others wait in the accept
 //! queue), a request head within [`HEAD_TIMEOUT`] and [`MAX_HEAD_BYTES`], one request per
@@ -95,7 +95,7 @@ pub async fn start_from_config(
     cfg: &BookieConfig,
     state: Arc<AdminState>,
 ) -> std::io::Result<AdminListeners> {
-    let statistics = cfg.enable_statistics;
+    let statistics = cfg.metrics_enabled;
     let admin = if cfg.http_server_enabled {
         let addr = resolve(
             "httpServerHost",

@@ -217,7 +217,7 @@ async fn heartbeat() -> Response {
 }
 
 /// `/metrics`: the stock exposition (metrics.rs renders it); GET only (403 as Java);
-/// 500 with `enableStatistics=false`, as Java answers without a stats provider.
+/// without the Prometheus provider 500 with Java's answer for `NullStatsProvider`.
 async fn metrics(state: Shared, method: Method) -> Response {
     if method != Method::GET {
         return text(
@@ -225,10 +225,10 @@ async fn metrics(state: Shared, method: Method) -> Response {
             &format!("{method} is forbidden. Should be GET method"),
         );
     }
-    if !state.cfg.enable_statistics {
+    if !state.cfg.metrics_enabled {
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "Stats provider is not enabled. Please enable it by set statsProviderClass on bookie configuration",
+            "Currently stats provider doesn't support exporting metrics in http service",
         );
     }
     let body = state.metrics.encode();

@@ -25,6 +25,7 @@ async fn probes_follow_the_phase_and_shutdown_is_final() {
     cfg.http_server_enabled = true;
     cfg.http_server_host = "127.0.0.1".into();
     cfg.http_server_port = 0;
+    cfg.metrics_enabled = true;
     let state = AdminState::new(Arc::new(cfg.clone()), "b:3181".into(), Metrics::new());
     let l = start_from_config(&cfg, state.clone()).await.unwrap();
     let a = l.admin_addr().unwrap();
@@ -61,6 +62,7 @@ async fn metrics_only_port_when_the_admin_api_is_off() {
     let mut cfg = BookieConfig::defaults_standalone();
     cfg.prometheus_stats_http_address = "127.0.0.1".into();
     cfg.prometheus_stats_http_port = 0;
+    cfg.metrics_enabled = true;
     let state = AdminState::new(Arc::new(cfg.clone()), String::new(), Metrics::new());
     let l = start_from_config(&cfg, state).await.unwrap();
     assert!(l.admin_addr().is_none());

@@ -56,7 +56,12 @@ impl Zk {
         path: &str,
         fut: impl std::future::Future<Output = Result<T, zk::Error>>,
     ) -> Result<Option<T>, String> {
-        match tokio::time::timeout(self.timeout, fut).await {
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout(self.timeout, fut).await;
+        if let (Some(op), Ok(r)) = (crate::metrics::zk_stats::op_of(what), &result) {
+            crate::metrics::zk_stats::ZK_STATS.record(op, started, r.is_ok());
+        }
+        match result {
             Ok(Ok(v)) => Ok(Some(v)),
             Ok(Err(zk::Error::NoNode)) => Ok(None),
             Ok(Err(e)) => Err(format!("{what} {path}: {e}")),

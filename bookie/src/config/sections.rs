@@ -135,6 +135,8 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         http_server_port: h.http_server_port,
         http_server_host: h.http_server_host,
         enable_statistics: h.enable_statistics,
+        stats_provider_class: h.stats_provider_class,
+        metrics_enabled: h.metrics_enabled,
         prometheus_stats_http_enable: h.prometheus_stats_http_enable,
         prometheus_stats_http_address: h.prometheus_stats_http_address,
         prometheus_stats_http_port: h.prometheus_stats_http_port,
@@ -580,13 +582,40 @@ struct HttpAndStats {
     http_server_port: u16,
     http_server_host: String,
     enable_statistics: bool,
+    stats_provider_class: String,
+    metrics_enabled: bool,
     prometheus_stats_http_enable: bool,
     prometheus_stats_http_address: String,
     prometheus_stats_http_port: u16,
 }
 
+/// `statsProviderClass`'s default (Java's `NullStatsProvider`: no metrics at all).
+pub(crate) const NULL_STATS_PROVIDER: &str = "org.apache.bookkeeper.stats.NullStatsProvider";
+/// The one stats provider bookie-rs implements.
+pub(crate) const PROMETHEUS_PROVIDER: &str =
+    "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider";
+
 fn http_and_stats(p: &mut Props) -> Result<HttpAndStats, ConfigError> {
+    // `--metrics-port` asks for metrics whatever the file's provider (docs/metrics.md §1).
+    let metrics_port_flag = p
+        .raw("prometheusStatsHttpPort")
+        .is_some_and(|(_, origin)| origin == "--metrics-port");
+    let stats_provider_class = p.string_or("statsProviderClass", NULL_STATS_PROVIDER);
+    let prometheus = stats_provider_class == PROMETHEUS_PROVIDER;
+    if !prometheus && stats_provider_class != NULL_STATS_PROVIDER {
+        p.note(format!(
+            "statsProviderClass={stats_provider_class}: bookie-rs implements only \
+             {PROMETHEUS_PROVIDER}; no metrics are exported{}",
+            if metrics_port_flag {
+                " except on --metrics-port"
+            } else {
+                ""
+            }
+        ));
+    }
     Ok(HttpAndStats {
+        stats_provider_class,
+        metrics_enabled: prometheus || metrics_port_flag,
         http_server_enabled: p.bool("httpServerEnabled", false)?,
         http_server_port: p.port("httpServerPort", 8080)?,
         http_server_host: p.string_or("httpServerHost", "0.0.0.0"),

@@ -249,7 +249,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("httpServerTrustStorePath", N(HTTPS)),
     ("httpServerTrustStorePassword", N(HTTPS)),
     ("enableStatistics", H("false: no metrics are served (/metrics answers 500)")),
-    ("statsProviderClass", N("the Prometheus exporter is built in and always used")),
+    ("statsProviderClass", H("metrics are exported only with org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider (or --metrics-port); another class is named at start-up as having no effect (docs/metrics.md §1)")),
     ("prometheusStatsHttpEnable", H("false: no metrics-only listener when httpServerEnabled=false")),
     ("prometheusStatsHttpAddress", H("the metrics-only listener's address (when httpServerEnabled=false)")),
     ("prometheusStatsHttpPort", H("the metrics-only listener's port (when httpServerEnabled=false)")),

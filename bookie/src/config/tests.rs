@@ -53,6 +53,10 @@ fn defaults_match_stock_code_defaults() {
     assert_eq!(c.prometheus_stats_http_port, 8000);
     assert_eq!(c.prometheus_stats_http_address, "0.0.0.0");
     assert!(c.enable_statistics && !c.http_server_enabled);
+    assert!(
+        !c.metrics_enabled,
+        "NullStatsProvider by default: no metrics listener"
+    );
     assert_eq!(c.write_cache_max_size_bytes, default_cache_bytes());
     let md = c.metadata_service.unwrap();
     assert_eq!(md.zk_connect, "localhost:2181");
@@ -87,6 +91,7 @@ numHighPriorityWorkerThreads=8
 someTypoKey=1
 ";
     let (c, report) = load(text, &[]).unwrap();
+    assert!(c.metrics_enabled, "the Prometheus provider exports metrics");
     assert_eq!(c.advertised_address, None, "empty value means unset");
     assert_eq!(
         c.journal_dirs,
@@ -111,8 +116,7 @@ someTypoKey=1
             "flushEntrylogBytes",
             "journalAlignmentSize",
             "ledgerStorageClass",
-            "numHighPriorityWorkerThreads",
-            "statsProviderClass"
+            "numHighPriorityWorkerThreads"
         ],
         "keys read (validated) but without effect are named too"
     );
@@ -400,4 +404,36 @@ fn unknown_and_ignored_keys_are_logged_once_each() {
         log.contains("set twice"),
         "duplicate keys are reported: {log}"
     );
+}
+
+#[test]
+fn metrics_follow_the_stats_provider_or_the_metrics_port_flag() {
+    let enabled = |text: &str, args: BookieArgs| {
+        let (c, report) = BookieConfig::from_text_and_args(Some(text), None, &args).unwrap();
+        (c.metrics_enabled, report.adjusted.join("\n"))
+    };
+    let standalone = || BookieArgs {
+        standalone: true,
+        ..Default::default()
+    };
+    assert!(!enabled("", standalone()).0, "NullStatsProvider by default");
+    assert!(!enabled("prometheusStatsHttpPort=9000\n", standalone()).0);
+    assert!(
+        enabled(
+            "statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\n",
+            standalone()
+        )
+        .0
+    );
+    let flag = BookieArgs {
+        metrics_port: Some("9100".into()),
+        ..standalone()
+    };
+    assert!(enabled("", flag).0, "--metrics-port asks for metrics");
+    let (on, notes) = enabled(
+        "statsProviderClass=org.apache.bookkeeper.stats.codahale.CodahaleMetricsProvider\n",
+        standalone(),
+    );
+    assert!(!on);
+    assert!(notes.contains("statsProviderClass"), "{notes}");
 }

@@ -1,5 +1,5 @@
 //! Collectors that export the journal's and the entry log's own metrics structs under the stock
-//! Java names (docs/config.md §3). Register them once at start-up:
+//! Java names (docs/metrics.md §2). Register them once at start-up:
 //! `metrics.add_collector(journal_collector(journal_metrics, 0))`.
 //!
 //! Difference from Java (recorded decision): these crates keep cumulative histograms, so their
@@ -112,6 +112,12 @@ pub fn journal_collector(
             &l,
             m.queue_depth.load(Ordering::Relaxed),
         );
+        // As Java's: a counter incremented on enqueue and decremented when forced.
+        s.counter(
+            "bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE",
+            &l,
+            m.force_write_queue.load(Ordering::Relaxed),
+        );
         s.counter(
             "bookie_journal_JOURNAL_WRITE_BYTES",
             &l,
@@ -125,102 +131,172 @@ pub fn journal_collector(
     }
 }
 
-/// Exports the entry log's metrics (DbLedgerStorage and GC names).
-pub fn entrylog_collector(m: Arc<EntryLogMetrics>) -> impl Fn(&mut Scrape) + Send + Sync {
+/// `bookie_journal_JOURNAL_MEMORY_MAX{journalIndex}`: the bytes each journal directory
+/// admits before appends wait (`journalMaxMemorySizeMb`), as Java's gauge.
+pub fn journal_memory_max_collector(
+    journals: usize,
+    max_bytes: usize,
+) -> impl Fn(&mut Scrape) + Send + Sync {
     move |s: &mut Scrape| {
-        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        s.gauge(
-            "bookie_write_cache_size",
-            &[],
-            g(&m.write_cache_size) as f64,
-        );
-        s.gauge(
-            "bookie_write_cache_count",
-            &[],
-            g(&m.write_cache_count) as f64,
-        );
-        s.gauge(
-            "bookie_write_cache_max_size",
-            &[],
-            g(&m.write_cache_max_size) as f64,
-        );
-        s.gauge("bookie_read_cache_size", &[], g(&m.read_cache_size) as f64);
-        s.gauge(
-            "bookie_read_cache_count",
-            &[],
-            g(&m.read_cache_count) as f64,
-        );
-        s.counter("bookie_write_cache_hits", &[], g(&m.write_cache_hits));
-        s.counter("bookie_write_cache_misses", &[], g(&m.write_cache_misses));
-        s.counter("bookie_read_cache_hits", &[], g(&m.read_cache_hits));
-        s.counter("bookie_read_cache_misses", &[], g(&m.read_cache_misses));
-        s.counter(
-            "bookie_throttled_write_requests",
-            &[],
-            g(&m.throttled_write_requests),
-        );
-        s.counter(
-            "bookie_rejected_write_requests",
-            &[],
-            g(&m.rejected_write_requests),
-        );
-        s.summary(
-            "bookie_flush",
-            &[],
-            &latency_summary(&m.flush_latency, g(&m.flush_failures)),
-        );
-        s.summary(
-            "bookie_read_entry",
-            &[],
-            &latency_summary(&m.read_entry_latency, 0),
-        );
-        s.counter(
-            "bookie_DELETED_LEDGER_TOTAL",
-            &[],
-            g(&m.deleted_ledger_total),
-        );
-        s.counter(
-            "bookie_RECLAIMED_DELETION_SPACE_BYTES",
-            &[],
-            g(&m.reclaimed_deletion_space_bytes),
-        );
-        s.counter(
-            "bookie_RECLAIMED_COMPACTION_SPACE_BYTES",
-            &[],
-            g(&m.reclaimed_compaction_space_bytes),
-        );
-        s.counter("bookie_MAJOR_COMPACTION_TOTAL", &[], g(&m.compaction_total));
-        s.counter(
-            "bookie_rs_entrylog_corrupt_entries",
-            &[],
-            g(&m.corrupt_entries),
-        );
-        s.gauge(
-            "bookie_ACTIVE_ENTRY_LOG_TOTAL",
-            &[],
-            g(&m.active_segments) as f64,
-        );
-        s.gauge(
-            "bookie_ENTRY_LOG_SPACE_BYTES",
-            &[],
-            g(&m.segment_space_bytes) as f64,
-        );
-        s.gauge(
-            "bookie_ACTIVE_LEDGER_TOTAL",
-            &[],
-            g(&m.active_ledgers) as f64,
-        );
-        s.gauge("bookie_ledgers_count", &[], g(&m.active_ledgers) as f64);
+        for i in 0..journals {
+            let idx = i.to_string();
+            s.gauge(
+                "bookie_journal_JOURNAL_MEMORY_MAX",
+                &[("journalIndex", idx.as_str())],
+                max_bytes as f64,
+            );
+        }
     }
 }
 
-/// Ledger directory usage gauges: `bookie_ledger_dir_<path with / -> _>_usage` (percent),
-/// `bookie_ledger_writable_dirs`, `bookie_ledger_num_dirs`. `usage` is read at scrape time.
+/// Where the entry log's metrics are read from at scrape time: a shared struct (tests),
+/// or the running storage (it may be closed: then nothing is exported).
+pub trait EntryLogSource: Send + Sync + 'static {
+    /// Calls `f` with the metrics if they are there.
+    fn visit(&self, f: &mut dyn FnMut(&EntryLogMetrics));
+}
+
+impl EntryLogSource for Arc<EntryLogMetrics> {
+    fn visit(&self, f: &mut dyn FnMut(&EntryLogMetrics)) {
+        f(self)
+    }
+}
+
+/// Exports the entry log's metrics under the DbLedgerStorage and GC names
+/// (docs/metrics.md §2). The DbLedgerStorage series carry Java's `ledgerDir` and
+/// `indexDir` labels: Java has one series per directory, we have one entry log over all
+/// of them, so the labels hold the `current` directories joined by `,` (exactly Java's
+/// value with one ledger directory).
+pub fn entrylog_collector(
+    source: impl EntryLogSource,
+    ledger_dirs: &[std::path::PathBuf],
+) -> impl Fn(&mut Scrape) + Send + Sync {
+    let dirs = ledger_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    move |s: &mut Scrape| {
+        source.visit(&mut |m| entrylog_samples(s, m, &dirs));
+    }
+}
+
+/// A value stat known only by its totals (count of events, sum of values): no
+/// quantiles (NaN), as Java reports an empty window.
+fn totals_summary(count: u64, sum: u64) -> SummarySnapshot {
+    SummarySnapshot {
+        success: OutcomeSnapshot {
+            count,
+            sum: sum as f64,
+            quantiles: [f64::NAN; 7],
+        },
+        failure: no_failures(),
+    }
+}
+
+fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
+    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let l = [("ledgerDir", dirs), ("indexDir", dirs)];
+    s.gauge("bookie_write_cache_size", &l, g(&m.write_cache_size) as f64);
+    s.gauge(
+        "bookie_write_cache_count",
+        &l,
+        g(&m.write_cache_count) as f64,
+    );
+    s.gauge(
+        "bookie_write_cache_max_size",
+        &l,
+        g(&m.write_cache_max_size) as f64,
+    );
+    s.gauge("bookie_read_cache_size", &l, g(&m.read_cache_size) as f64);
+    s.gauge("bookie_read_cache_count", &l, g(&m.read_cache_count) as f64);
+    s.counter("bookie_write_cache_hits", &l, g(&m.write_cache_hits));
+    s.counter("bookie_write_cache_misses", &l, g(&m.write_cache_misses));
+    s.counter("bookie_read_cache_hits", &l, g(&m.read_cache_hits));
+    s.counter("bookie_read_cache_misses", &l, g(&m.read_cache_misses));
+    s.counter(
+        "bookie_throttled_write_requests",
+        &l,
+        g(&m.throttled_write_requests),
+    );
+    s.counter(
+        "bookie_rejected_write_requests",
+        &l,
+        g(&m.rejected_write_requests),
+    );
+    s.summary(
+        "bookie_flush",
+        &l,
+        &latency_summary(&m.flush_latency, g(&m.flush_failures)),
+    );
+    s.summary(
+        "bookie_read_entry",
+        &l,
+        &latency_summary(&m.read_entry_latency, 0),
+    );
+    // Value stats: per flush its bytes, per read-ahead its entries.
+    s.summary(
+        "bookie_flush_size",
+        &l,
+        &totals_summary(g(&m.flush_count), g(&m.flush_bytes)),
+    );
+    s.summary(
+        "bookie_readahead_batch_count",
+        &l,
+        &totals_summary(g(&m.readahead_batch_count), g(&m.readahead_entries)),
+    );
+    s.gauge("bookie_ledgers_count", &l, g(&m.active_ledgers) as f64);
+    s.gauge("bookie_entries_count", &l, g(&m.entries_count) as f64);
+    s.counter(
+        "bookie_DELETED_LEDGER_TOTAL",
+        &[],
+        g(&m.deleted_ledger_total),
+    );
+    s.counter(
+        "bookie_RECLAIMED_DELETION_SPACE_BYTES",
+        &[],
+        g(&m.reclaimed_deletion_space_bytes),
+    );
+    s.counter(
+        "bookie_RECLAIMED_COMPACTION_SPACE_BYTES",
+        &[],
+        g(&m.reclaimed_compaction_space_bytes),
+    );
+    s.counter("bookie_rs_compacted_segments", &[], g(&m.compaction_total));
+    s.counter(
+        "bookie_rs_entrylog_corrupt_entries",
+        &[],
+        g(&m.corrupt_entries),
+    );
+    s.gauge(
+        "bookie_ACTIVE_ENTRY_LOG_TOTAL",
+        &[],
+        g(&m.active_segments) as f64,
+    );
+    s.gauge(
+        "bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES",
+        &[],
+        g(&m.segment_space_bytes) as f64,
+    );
+    s.gauge(
+        "bookie_ACTIVE_LEDGER_TOTAL",
+        &[],
+        g(&m.active_ledgers) as f64,
+    );
+}
+
+/// Ledger directory usage gauges as Java's `LedgerDirsManager` names them:
+/// `bookie_ledger_dir_<ledger directory, / -> _>_usage` (percent used; the directory is
+/// the configured one, the parent of its `current`), `bookie_ledger_writable_dirs`
+/// (directories not full), `bookie_ledger_num_dirs`. `usage` is read at scrape time; when
+/// it fails (storage closed) nothing is exported.
 pub fn ledger_dirs_collector(
-    usage: impl Fn() -> Vec<DirUsage> + Send + Sync + 'static,
+    usage: impl Fn() -> Option<Vec<DirUsage>> + Send + Sync + 'static,
 ) -> impl Fn(&mut Scrape) + Send + Sync {
     move |s: &mut Scrape| {
-        let dirs = usage();
+        let Some(dirs) = usage() else {
+            return;
+        };
         let writable = dirs
             .iter()
             .filter(|d| d.state != bk_entrylog::DirState::Full)
@@ -228,7 +304,13 @@ pub fn ledger_dirs_collector(
         s.gauge("bookie_ledger_num_dirs", &[], dirs.len() as f64);
         s.gauge("bookie_ledger_writable_dirs", &[], writable as f64);
         for d in &dirs {
-            let name = sanitize_name(&format!("bookie_ledger_dir_{}_usage", d.path.display()));
+            let configured = match d.path.file_name() {
+                Some(n) if n == crate::config::mapping::CURRENT_DIR => {
+                    d.path.parent().unwrap_or(&d.path)
+                }
+                _ => &d.path,
+            };
+            let name = sanitize_name(&format!("bookie_ledger_dir_{}_usage", configured.display()));
             s.gauge(
                 &name,
                 &[],
@@ -278,5 +360,100 @@ pub fn memory_collector(
             &[],
             crate::memory::peak_rss_bytes() as f64,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn entry_log_series_carry_java_names_and_dir_labels() {
+        let m = Arc::new(EntryLogMetrics::default());
+        m.entries_count.store(228_350, Ordering::Relaxed);
+        m.active_ledgers.store(7, Ordering::Relaxed);
+        m.read_cache_hits.store(5, Ordering::Relaxed);
+        m.segment_space_bytes.store(4096, Ordering::Relaxed);
+        m.readahead_batch_count.store(3, Ordering::Relaxed);
+        m.readahead_entries.store(297, Ordering::Relaxed);
+        let c = entrylog_collector(m, &[PathBuf::from("/d/ledgers/current")]);
+        let mut s = Scrape::default();
+        c(&mut s);
+        let text = s.finish();
+        let l = "{ledgerDir=\"/d/ledgers/current\",indexDir=\"/d/ledgers/current\"}";
+        for line in [
+            format!("# TYPE bookie_entries_count gauge\nbookie_entries_count{l} 228350\n"),
+            format!("# TYPE bookie_ledgers_count gauge\nbookie_ledgers_count{l} 7\n"),
+            format!("# TYPE bookie_read_cache_hits counter\nbookie_read_cache_hits{l} 5\n"),
+            format!("bookie_write_cache_size{l} 0\n"),
+            "bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES 4096\n".to_string(),
+            "# TYPE bookie_DELETED_LEDGER_TOTAL counter\n".to_string(),
+            format!(
+                "bookie_readahead_batch_count_count{{success=\"true\",{}}} 3\n",
+                &l[1..l.len() - 1]
+            ),
+            format!(
+                "bookie_readahead_batch_count_sum{{success=\"true\",{}}} 297.0\n",
+                &l[1..l.len() - 1]
+            ),
+            "# TYPE bookie_flush_size summary\n".to_string(),
+        ] {
+            assert!(text.contains(&line), "missing {line:?} in\n{text}");
+        }
+        assert!(
+            !text.contains("bookie_ENTRY_LOG_SPACE_BYTES"),
+            "not a 4.17 name"
+        );
+    }
+
+    #[test]
+    fn dir_usage_gauges_are_named_after_the_configured_dir() {
+        let dir = |p: &str, used: f64, state| DirUsage {
+            path: PathBuf::from(p),
+            used_fraction: used,
+            total_bytes: 100,
+            free_bytes: 0,
+            state,
+        };
+        let c = ledger_dirs_collector(move || {
+            Some(vec![
+                dir(
+                    "/var/tmp/ops-eval/java2/ledgers/current",
+                    0.71234,
+                    bk_entrylog::DirState::Ok,
+                ),
+                dir("/data/b/current", 0.99, bk_entrylog::DirState::Full),
+            ])
+        });
+        let mut s = Scrape::default();
+        c(&mut s);
+        let text = s.finish();
+        // The name the stock 4.17 bookie exported for the first directory.
+        assert!(
+            text.contains("bookie_ledger_dir__var_tmp_ops_eval_java2_ledgers_usage 71.234\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("bookie_ledger_dir__data_b_usage 99\n"),
+            "{text}"
+        );
+        assert!(text.contains("bookie_ledger_writable_dirs 1\n"));
+        assert!(text.contains("bookie_ledger_num_dirs 2\n"));
+        let mut s = Scrape::default();
+        ledger_dirs_collector(|| None)(&mut s);
+        assert_eq!(s.finish(), "", "nothing once storage is closed");
+    }
+
+    #[test]
+    fn journal_force_write_queue_and_memory_max() {
+        let m = Arc::new(JournalMetrics::default());
+        m.force_write_queue.store(1, Ordering::Relaxed);
+        let mut s = Scrape::default();
+        journal_collector(m, 0)(&mut s);
+        journal_memory_max_collector(2, 64 << 20)(&mut s);
+        let text = s.finish();
+        assert!(text.contains("# TYPE bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE counter\nbookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE{journalIndex=\"0\"} 1\n"), "{text}");
+        assert!(text.contains("bookie_journal_JOURNAL_MEMORY_MAX{journalIndex=\"1\"} 67108864\n"));
     }
 }

@@ -34,7 +34,8 @@ impl MetricsServer {
     }
 
     /// Starts the listener the configuration asks for `/metrics` (admin::listener docs);
-    /// `Ok(None)` if statistics or the Prometheus endpoint are disabled.
+    /// `Ok(None)` if metrics are off (no Prometheus provider, no `--metrics-port`) or the
+    /// Prometheus endpoint is disabled.
     pub async fn start_from_config(
         cfg: &BookieConfig,
         metrics: Metrics,
@@ -54,11 +55,10 @@ pub async fn serve(
     addr: SocketAddr,
     rollover: Duration,
 ) -> std::io::Result<MetricsServer> {
-    let state = AdminState::new(
-        Arc::new(BookieConfig::defaults_standalone()),
-        String::new(),
-        metrics,
-    );
+    // Asked for explicitly: metrics on whatever the default stats provider.
+    let mut cfg = BookieConfig::defaults_standalone();
+    cfg.metrics_enabled = true;
+    let state = AdminState::new(Arc::new(cfg), String::new(), metrics);
     let listeners = admin::listener::serve_metrics(state, addr, rollover).await?;
     let local_addr = listeners
         .metrics_addr()

@@ -330,6 +330,12 @@ impl RealStorage {
         self.entry_log.with(|log| Ok(log.ledgers()))
     }
 
+    /// Usage of every ledger directory now, without a disk check (the metrics read it at
+    /// scrape time); `None` once the entry log is closed.
+    pub fn dir_usages(&self) -> Option<Vec<bk_entrylog::DirUsage>> {
+        self.entry_log.with(|log| log.dir_usages()).ok()
+    }
+
     /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
     /// that uses the token, whatever the metadata scan missed.
     pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {
@@ -385,6 +391,16 @@ impl RealStorage {
             log.set_mode_listener(Box::new(listener));
             Ok(())
         })
+    }
+}
+
+/// The entry log's metrics while it is open (nothing once closed).
+impl crate::metrics::adapters::EntryLogSource for Arc<RealStorage> {
+    fn visit(&self, f: &mut dyn FnMut(&bk_entrylog::EntryLogMetrics)) {
+        let _ = self.entry_log.with(|log| {
+            f(log.metrics());
+            Ok(())
+        });
     }
 }
 

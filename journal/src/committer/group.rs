@@ -74,6 +74,7 @@ impl Committer {
             return;
         };
         let padded = gw.buf.len();
+        self.metrics.force_write_queue.store(1, Ordering::Relaxed);
         self.in_flight = Some(InFlightGroup {
             id: gw.id,
             segment: seg,
@@ -90,6 +91,7 @@ impl Committer {
         };
         if let Err(e) = self.disk.submit(GROUP_USER_DATA, op) {
             self.in_flight = None;
+            self.metrics.force_write_queue.store(0, Ordering::Relaxed);
             let reason = format!(
                 "submitting write+fdatasync of journal segment {seg} at {}: {e}",
                 gw.position.offset
@@ -114,6 +116,7 @@ impl Committer {
         let Some(g) = self.in_flight.take() else {
             return;
         };
+        self.metrics.force_write_queue.store(0, Ordering::Relaxed);
         if let Err(e) = &c.result {
             if bk_disk::is_no_space(e) {
                 // The write half failed, so no sync was issued: none of this group is
