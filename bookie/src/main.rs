@@ -10,12 +10,19 @@
 //! could not finish in time (the journal is replayed at the next start). `BOOKIE_IO_THREADS=n` sets the number of network
 //! threads (1 = a single current-thread runtime; the default on one or two cores, one per
 //! core otherwise).
+//!
+//! `bookie inspect <lastmark|journal|segments|segment|ledger|verify> [flags]` reads those
+//! directories without writing (bookie/src/inspect/).
 
 use clap::Parser;
 
 mod allocator;
 
 fn main() {
+    // `bookie inspect ...`: read-only tools over the bookie's files (bookie/src/inspect/).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "inspect") {
+        std::process::exit(bookie::inspect::main(std::env::args_os().skip(1)));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
