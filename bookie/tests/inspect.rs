@@ -241,14 +241,27 @@ async fn offline_views_match_what_was_written_and_verify_finds_a_flipped_byte() 
     );
     assert!(text.contains("Lid=2, Eid=-8192,"), "{text}");
     let e15 = &written[&(1, 15)];
-    assert!(
-        text.contains(&format!("Lid=1, Eid=15, ByteOffset=")),
-        "{text}"
+    let r15 = records
+        .iter()
+        .find(|r| r["ledger"] == 1 && r["entry"] == 15)
+        .expect("record of entry 1/15");
+    let line = format!(
+        "--------- Lid=1, Eid=15, ByteOffset={}, EntrySize={} ---------\nType:           DATA\nLastConfirmed:  14\n",
+        u(&r15["offset"]),
+        e15.len()
     );
-    assert!(
-        text.contains(&format!("EntrySize={} ---------", e15.len())),
-        "{text}"
-    );
+    assert!(text.contains(&line), "{line} not in {text}");
+    // ByteOffset is the record header's offset: the entry's bytes follow the 20-byte
+    // header and the 16 bytes of ledger and entry ids.
+    let seg15 = jr["journals"][0]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["records"].as_array().unwrap().contains(r15))
+        .unwrap();
+    let jfile = std::fs::read(seg15["file"].as_str().unwrap()).unwrap();
+    let at = u(&r15["offset"]) as usize + 36;
+    assert_eq!(&jfile[at..at + e15.len()], &e15[..]);
 
     // journal --segment: only that segment.
     let seg0 = u(&jr["journals"][0]["segments"][0]["segment"]);

@@ -114,7 +114,7 @@ fn decode_index(
     f: &mut RoFile,
 ) -> std::io::Result<Result<(Trailer, Vec<LedgerRun>), IndexError>> {
     let len = f.len;
-    if len < SECTOR as u64 || len % SECTOR as u64 != 0 {
+    if len < SECTOR as u64 || !len.is_multiple_of(SECTOR as u64) {
         return Ok(Err(IndexError {
             offset: len,
             reason: format!("segment length {len} is not a positive multiple of {SECTOR}"),

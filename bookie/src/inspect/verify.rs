@@ -388,3 +388,109 @@ fn journal_dir(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The journal judgement on hand-made segments: a torn last group is a note (what a
+    //! live bookie's group in flight looks like), a broken chain between segments and a
+    //! damaged group with an intact one after it are problems at their offsets.
+    use super::*;
+    use bk_disk::{AlignedBuf, SECTOR};
+    use bk_journal::format::{encode_record, segment_file_name, CheckpointRecord, GroupHeader};
+    use bk_journal::Record;
+    use std::path::PathBuf;
+
+    const JID: u64 = 0xfeed;
+
+    /// One group of `n` entry records of ledger 1, seqs `first..first+n`, padded.
+    fn group(segment: u64, prev: u64, first: u64, n: u64) -> Vec<u8> {
+        let mut recs = AlignedBuf::with_capacity(SECTOR * 4);
+        for s in first..first + n {
+            let rec = Record::entry(1, s, bytes::Bytes::from(vec![s as u8; 100]));
+            assert!(encode_record(&mut recs, s, &rec));
+        }
+        let h = GroupHeader {
+            journal_id: JID,
+            segment_id: segment,
+            prev_seq: prev,
+            first_seq: first,
+            record_count: n as u32,
+            records_len: recs.len() as u32,
+        };
+        let mut g = h.encode().to_vec();
+        g.extend_from_slice(recs.as_slice());
+        g.resize(g.len().next_multiple_of(SECTOR), 0);
+        g
+    }
+
+    fn write_segment(dir: &Path, id: u64, groups: &[Vec<u8>]) -> PathBuf {
+        let mut b: Vec<u8> = groups.concat();
+        b.resize(16 * SECTOR, 0);
+        let p = dir.join(segment_file_name(id));
+        std::fs::write(&p, b).unwrap();
+        p
+    }
+
+    fn judge(dir: &Path) -> (Vec<Problem>, Vec<String>) {
+        let (mut p, mut n) = (Vec::new(), Vec::new());
+        journal_dir(
+            &mut Reader::new(),
+            dir,
+            &mut p,
+            &mut n,
+            &mut Counts::default(),
+        )
+        .unwrap();
+        (p, n)
+    }
+
+    #[test]
+    fn torn_last_group_is_a_note_damage_before_an_intact_group_is_a_problem() {
+        let d = tempfile::tempdir().unwrap();
+        let cp = CheckpointRecord {
+            journal_id: JID,
+            mark: 2,
+        };
+        let mut sector = cp.encode().to_vec();
+        sector.resize(SECTOR, 0);
+        std::fs::write(d.path().join("checkpoint"), sector).unwrap();
+        let mut torn = group(1, 5, 6, 2);
+        torn[200] ^= 0xff; // a record of the group in flight, half written
+        write_segment(
+            d.path(),
+            1,
+            &[group(1, 0, 1, 3), group(1, 3, 4, 2), torn.clone()],
+        );
+        let (p, n) = judge(d.path());
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].contains("offset 8192: torn tail"), "{n:?}");
+
+        // The same damage with an intact group after it: mid-log damage, at its offset.
+        let seg = write_segment(d.path(), 1, &[group(1, 0, 1, 3), torn, group(1, 7, 8, 1)]);
+        let (p, _) = judge(d.path());
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            (p[0].file.as_str(), p[0].offset),
+            (seg.to_str().unwrap(), Some(4096))
+        );
+        assert!(p[0].what.contains("above the checkpoint mark"), "{p:?}");
+    }
+
+    #[test]
+    fn a_chain_broken_between_segments_is_a_problem() {
+        let d = tempfile::tempdir().unwrap();
+        write_segment(d.path(), 1, &[group(1, 0, 1, 3)]);
+        let second = write_segment(d.path(), 2, &[group(2, 5, 6, 1)]);
+        let (p, _) = judge(d.path());
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            (p[0].file.as_str(), p[0].offset),
+            (second.to_str().unwrap(), Some(0))
+        );
+        assert!(p[0].what.contains("ends at seq 3"), "{p:?}");
+        // Continuing from seq 3 is the intact chain.
+        write_segment(d.path(), 2, &[group(2, 3, 4, 1)]);
+        assert!(judge(d.path()).0.is_empty());
+    }
+}
