@@ -57,7 +57,7 @@ pub fn run(dirs: &Dirs, only: Option<u64>) -> Result<Output, InspectError> {
                 );
                 continue;
             };
-            let s = match scan_segment(&mut r, *id, path, jid, false) {
+            let s = match scan_segment(&mut r, *id, path, jid) {
                 Ok(s) => s,
                 // Freed by a checkpoint of the live bookie since the listing.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,

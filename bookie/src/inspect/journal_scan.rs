@@ -49,7 +49,8 @@ pub struct RecordInfo {
     pub payload_len: u32,
     /// The ledger the record is about (every kind the bookie writes names one).
     pub ledger: Option<u64>,
-    /// Entry records: the entry id and the entry's bytes (a BookKeeper entry).
+    /// Entry records: the entry id and the first 24 bytes of the BookKeeper entry
+    /// (ledger, entry, LAC).
     pub entry: Option<u64>,
     pub entry_bytes: Option<Bytes>,
     /// Master-key records: the key, hex.
@@ -223,16 +224,14 @@ fn header_at(
     }
 }
 
-/// Walks one segment's groups (see the module docs). `keep_bytes`: keep each entry's
-/// bytes (for printing LACs; the walk itself never needs them).
+/// Walks one segment's groups (see the module docs).
 pub fn scan_segment(
     r: &mut Reader,
     id: u64,
     path: &Path,
     journal_id: u64,
-    keep_bytes: bool,
 ) -> std::io::Result<SegmentScan> {
-    scan_segment_from(r, id, path, journal_id, 0, keep_bytes)
+    scan_segment_from(r, id, path, journal_id, 0)
 }
 
 /// [`scan_segment`] from the group at `start` (to resume after a damaged spot).
@@ -242,10 +241,9 @@ pub fn scan_segment_from(
     path: &Path,
     journal_id: u64,
     start: u64,
-    keep_bytes: bool,
 ) -> std::io::Result<SegmentScan> {
     let mut f = r.open(path)?;
-    let out = walk(r, &mut f, id, journal_id, start, keep_bytes);
+    let out = walk(r, &mut f, id, journal_id, start);
     r.close(f);
     out
 }
@@ -256,7 +254,6 @@ fn walk(
     id: u64,
     journal_id: u64,
     start: u64,
-    keep_bytes: bool,
 ) -> std::io::Result<SegmentScan> {
     let mut s = SegmentScan {
         id,
@@ -315,7 +312,6 @@ fn walk(
                 v.kind,
                 pos + (v.payload.start - RECORD_HEADER_LEN) as u64,
                 payload,
-                keep_bytes,
             ));
         }
         s.groups += 1;
@@ -326,7 +322,7 @@ fn walk(
     Ok(s)
 }
 
-fn record_info(seq: u64, kind: RecordKind, offset: u64, payload: Bytes, keep: bool) -> RecordInfo {
+fn record_info(seq: u64, kind: RecordKind, offset: u64, payload: Bytes) -> RecordInfo {
     let mut ri = RecordInfo {
         seq,
         kind,
@@ -347,11 +343,7 @@ fn record_info(seq: u64, kind: RecordKind, offset: u64, payload: Bytes, keep: bo
             ri.ledger = Some(ledger);
             ri.entry = Some(entry);
             // The first 24 bytes hold ledger, entry and LAC: enough for every listing.
-            ri.entry_bytes = Some(if keep {
-                data
-            } else {
-                data.slice(..data.len().min(24))
-            });
+            ri.entry_bytes = Some(data.slice(..data.len().min(24)));
         }
         Ok(TypedRecord::Fence { ledger }) => ri.ledger = Some(ledger),
         Ok(TypedRecord::ExplicitLac { ledger, body }) => {

@@ -93,7 +93,7 @@ pub fn run(dirs: &Dirs, ledger: u64) -> Result<Output, InspectError> {
             continue;
         };
         for (id, path) in &jd.segments {
-            let s = match journal_scan::scan_segment(&mut r, *id, path, jid, false) {
+            let s = match journal_scan::scan_segment(&mut r, *id, path, jid) {
                 Ok(s) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(InspectError::io(path.display(), e)),

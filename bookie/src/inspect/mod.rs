@@ -10,8 +10,10 @@
 //!   is safe beside a running bookie; a file that vanishes meanwhile is skipped;
 //! - text goes to stdout in the Java tools' line shapes; `--json` prints one JSON
 //!   document instead; logs go to stderr;
-//! - exit codes: 0 done (for `verify`: no problem found), 1 `verify` found problems,
-//!   2 bad arguments or configuration, 3 the files could not be read.
+//! - exit codes: 0 done (for `verify`: no problem found), 1 a finding (`verify` found a
+//!   problem, `lastmark` a damaged checkpoint, `segment` an entry failing its check,
+//!   `ledger` a ledger this bookie holds nothing of), 2 bad arguments or configuration,
+//!   3 the files could not be read (a configured directory is missing, an I/O error).
 
 mod entrylog_scan;
 mod files;

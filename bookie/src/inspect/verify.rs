@@ -294,7 +294,7 @@ fn journal_dir(
     };
     let mut scans = Vec::new();
     for (id, path) in &jd.segments {
-        match scan_segment(r, *id, path, jid, false) {
+        match scan_segment(r, *id, path, jid) {
             Ok(s) => scans.push(s),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(InspectError::io(path.display(), e)),
@@ -379,7 +379,7 @@ fn journal_dir(
                     }
                 ),
             ));
-            piece = match scan_segment_from(r, piece.id, &piece.path, jid, off, false) {
+            piece = match scan_segment_from(r, piece.id, &piece.path, jid, off) {
                 Ok(p) => p,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
                 Err(e) => return Err(InspectError::io(piece.path.display(), e)),
