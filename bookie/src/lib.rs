@@ -15,7 +15,8 @@
 //!   stock names), `registration` (ZooKeeper: INSTANCEID, cookies, available / read-only
 //!   nodes, session expiry), `cookie` (the cookie text format and `current/VERSION`),
 //!   `gc_scan` (the ledger tree scan that tells GC which ledgers still exist), `logging`
-//!   (log formats), `build_info` (version and git commit).
+//!   (log formats), `build_info` (version and git commit), `inspect` (`bookie inspect ...`:
+//!   read-only views and checks of the bookie's own files).
 
 // Unit tests set up and inspect real directories directly; the library itself (the non-test
 // build, which clippy checks too) is bound by ARCHITECTURE.md invariant 1 (see clippy.toml).
@@ -33,6 +34,7 @@ pub mod gc_metadata_zk;
 pub mod gc_scan;
 pub mod gc_trigger;
 pub mod handlers;
+pub mod inspect;
 pub mod journal_space;
 pub mod logging;
 pub mod memory;

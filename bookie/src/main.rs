@@ -11,12 +11,19 @@
 //! threads (1 = a single current-thread runtime; the default on one or two cores, one per
 //! core otherwise). `--version` prints the version and git commit; `--log-format json` (or
 //! `BOOKIE_LOG_FORMAT=json`) logs JSON lines (`logging`).
+//!
+//! `bookie inspect <lastmark|journal|segments|segment|ledger|verify> [flags]` reads those
+//! directories without writing (bookie/src/inspect/).
 
 use clap::{CommandFactory, FromArgMatches};
 
 mod allocator;
 
 fn main() {
+    // `bookie inspect ...`: read-only tools over the bookie's files (bookie/src/inspect/).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "inspect") {
+        std::process::exit(bookie::inspect::main(std::env::args_os().skip(1)));
+    }
     use bookie::build_info;
     // `--version` prints `bookie <version> (git <commit>)` and exits 0.
     let matches = bookie::config::BookieArgs::command()

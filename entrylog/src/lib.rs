@@ -57,6 +57,8 @@ pub use error::{Error, Result};
 pub use gc::GcScanToken;
 pub use metrics::{DirUsage, EntryLogMetrics, LatencyHistogram};
 pub use report::{CompactionReport, GcReport};
+/// Segment file names (`seg-<16 hex>.seg`), for offline readers such as `bookie inspect`.
+pub use segment::{parse_segment_name, segment_name};
 
 use bk_disk::{Disk, FileId};
 use disk_usage::Thresholds;
@@ -85,7 +87,8 @@ pub enum EntrySelector {
     Last,
 }
 
-const STATE_FILE: &str = "ledgers.state";
+/// Name of the ledger-state file in every ledger directory (docs/formats.md).
+pub const STATE_FILE: &str = "ledgers.state";
 
 /// Everything behind the state lock.
 struct Inner {
