@@ -349,7 +349,6 @@ fn shipped_dashboard_alerts_and_lists_are_consistent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "until the metrics branch is merged"]
 async fn dashboards_and_alerts_names_are_exported_under_load() {
     let lists = lists();
     let java = java_values();

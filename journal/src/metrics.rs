@@ -21,6 +21,9 @@ pub struct JournalMetrics {
     /// Append latency in µs, from admission to acknowledgement (success only).
     /// Stock: `bookie_journal_JOURNAL_ADD_ENTRY`.
     pub append_latency_us: Mutex<Histogram<u64>>,
+    /// Time in µs an append waited in the committer's queue, from admission until the
+    /// committer thread took it into a group. Stock: `bookie_journal_JOURNAL_QUEUE_LATENCY`.
+    pub queue_latency_us: Mutex<Histogram<u64>>,
     /// Latency of one group write+fdatasync in µs (one linked operation).
     /// Stock: `bookie_journal_JOURNAL_SYNC` (write and sync are not separated here).
     pub sync_latency_us: Mutex<Histogram<u64>>,
@@ -58,6 +61,7 @@ impl Default for JournalMetrics {
     fn default() -> Self {
         JournalMetrics {
             append_latency_us: hist(),
+            queue_latency_us: hist(),
             sync_latency_us: hist(),
             group_records: hist(),
             group_bytes: hist(),

@@ -158,9 +158,7 @@ pub fn open_dir(r: &mut Reader, dir: &Path) -> std::io::Result<JournalDir> {
             DirEntryKind::Free(_) => others.push((name, "free segment")),
             DirEntryKind::Temporary => others.push((name, "temporary")),
             DirEntryKind::Checkpoint => {}
-            DirEntryKind::Unknown if name == crate::cookie::VERSION_FILE => {
-                others.push((name, "cookie"))
-            }
+            DirEntryKind::Cookie => others.push((name, "cookie")),
             DirEntryKind::Unknown => others.push((name, "not the journal's")),
         }
     }

@@ -323,6 +323,10 @@ impl Committer {
                 token,
                 enqueued,
             } => {
+                JournalMetrics::record_us(
+                    &self.metrics.queue_latency_us,
+                    now.saturating_duration_since(enqueued),
+                );
                 let _ = self
                     .gc
                     .append_encoded(record, encoded, token, enqueued.min(now));
