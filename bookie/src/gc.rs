@@ -21,6 +21,7 @@ use bk_entrylog::Cancel;
 use tokio::time::Instant;
 
 use crate::config::BookieConfig;
+use crate::gc_status::{CompactionKind, GcStatus};
 use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::registration::Registration;
@@ -57,23 +58,32 @@ impl CompactionSchedule {
 async fn compact_if_due(
     storage: &Arc<RealStorage>,
     schedule: &CompactionSchedule,
+    status: &GcStatus,
     last_minor: &mut Instant,
     last_major: &mut Instant,
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    let threshold = match (schedule.major, schedule.minor) {
+    // A suspended kind is not due (Java's `!suspendMajor` / `!suspendMinor`).
+    let major = schedule
+        .major
+        .filter(|_| !status.is_suspended(CompactionKind::Major));
+    let minor = schedule
+        .minor
+        .filter(|_| !status.is_suspended(CompactionKind::Minor));
+    let (threshold, kind) = match (major, minor) {
         (Some((t, every)), _) if now.duration_since(*last_major) >= every => {
             *last_major = now;
             *last_minor = now;
-            t
+            (t, CompactionKind::Major)
         }
         (_, Some((t, every))) if now.duration_since(*last_minor) >= every => {
             *last_minor = now;
-            t
+            (t, CompactionKind::Minor)
         }
         _ => return,
     };
+    let _pass = status.begin(kind);
     let (st, c) = (storage.clone(), cancel.clone());
     // Reported by the blocking task itself: shutdown aborts this task, and the pass it
     // cancelled still says how far it got.
@@ -117,6 +127,7 @@ pub async fn gc_loop(
         compact_if_due(
             &storage,
             &compaction,
+            trigger.status(),
             &mut last_minor,
             &mut last_major,
             &cancel,

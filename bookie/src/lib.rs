@@ -26,6 +26,7 @@ pub mod cookie;
 pub mod disk_monitor;
 pub mod gc;
 pub mod gc_scan;
+pub mod gc_status;
 pub mod gc_trigger;
 pub mod handlers;
 pub mod journal_space;

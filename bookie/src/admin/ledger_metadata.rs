@@ -68,8 +68,28 @@ struct CustomEntry {
     value: Option<Vec<u8>>,
 }
 
-/// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
-pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+/// What reading a ledger's entries needs from its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadParams {
+    /// DataFormats `DigestType` number (1 CRC32, 2 HMAC, 3 CRC32C, 4 DUMMY).
+    pub digest_type: i32,
+    pub password: Vec<u8>,
+    /// `Some(last entry id)` once the ledger is closed.
+    pub closed_last_entry: Option<i64>,
+}
+
+/// The digest, password and (when closed) last entry of a metadata znode's `data`.
+pub fn read_params(data: &[u8]) -> Result<ReadParams, String> {
+    let (_, md) = decode(data)?;
+    Ok(ReadParams {
+        digest_type: md.digest_type.unwrap_or(1),
+        password: md.password.unwrap_or_default(),
+        closed_last_entry: (md.state == 3).then(|| md.last_entry_id.unwrap_or(-1)),
+    })
+}
+
+/// The format version and the decoded protobuf of a version 3 znode.
+fn decode(data: &[u8]) -> Result<(u32, LedgerMetadataFormat), String> {
     let rest = data
         .strip_prefix(VERSION_KEY)
         .ok_or("not ledger metadata (no format version header)")?;
@@ -88,6 +108,25 @@ pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
     }
     let md = <LedgerMetadataFormat as prost::Message>::decode_length_delimited(&rest[nl + 1..])
         .map_err(|e| format!("ledger metadata protobuf: {e}"))?;
+    Ok((version, md))
+}
+
+/// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
+/// `ctime` is -1 when the metadata stores none (clients store it only with
+/// `storeSystemtimeAsLedgerCreationTime`); see [`to_json_with_znode_ctime`].
+pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+    to_json_inner(id, data, None)
+}
+
+/// As [`to_json`], for metadata read from ZooKeeper: a metadata without its own `ctime`
+/// shows the znode's creation time, as Java's `LedgerMetadataSerDe.parseConfig(..., stat
+/// ctime)` does.
+pub fn to_json_with_znode_ctime(id: i64, data: &[u8], znode_ctime: i64) -> Result<Value, String> {
+    to_json_inner(id, data, Some(znode_ctime))
+}
+
+fn to_json_inner(id: i64, data: &[u8], znode_ctime: Option<i64>) -> Result<Value, String> {
+    let (version, md) = decode(data)?;
     let state = match md.state {
         1 => "OPEN",
         2 => "IN_RECOVERY",
@@ -129,7 +168,7 @@ pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
         "password": base64(md.password.as_deref().unwrap_or_default()),
         "state": state,
         "closed": state == "CLOSED",
-        "ctime": md.ctime.unwrap_or(-1),
+        "ctime": md.ctime.or(znode_ctime).unwrap_or(-1),
         "ctoken": md.c_token.unwrap_or(0),
         "customMetadata": custom,
         "allEnsembles": ensembles,
