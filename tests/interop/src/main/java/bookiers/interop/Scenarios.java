@@ -83,7 +83,9 @@ final class Scenarios {
                 new Def(11, "s11_shell", "bookie shell bookiesanity, simpletest, listbookies, readledger",
                         Scenarios::s11Shell, 180),
                 new Def(12, "s12_registration", "ZK registration node, BookieServiceInfo bytes and cookies as Java",
-                        Scenarios::s12Registration, 60));
+                        Scenarios::s12Registration, 60),
+                new Def(14, "s14_admin_http", "admin HTTP API: every endpoint and method, status + JSON keys vs Java",
+                        AdminHttp::run, 240));
     }
 
     // ---------------------------------------------------------------- s01
