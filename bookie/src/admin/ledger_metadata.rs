@@ -252,6 +252,26 @@ mod tests {
     }
 
     #[test]
+    fn ctime_falls_back_to_the_znode_as_java() {
+        let mut md = <LedgerMetadataFormat as prost::Message>::decode_length_delimited(
+            &encode_for_tests(&["a:1"], Some(0))[VERSION_KEY.len() + 2..],
+        )
+        .unwrap();
+        md.ctime = None;
+        let mut data = b"BookieMetadataFormatVersion\t3\n".to_vec();
+        data.extend(prost::Message::encode_length_delimited_to_vec(&md));
+        assert_eq!(to_json(1, &data).unwrap()["ctime"], -1);
+        let v = to_json_with_znode_ctime(1, &data, 1_796_000_000_000).unwrap();
+        assert_eq!(v["ctime"], 1_796_000_000_000i64, "no stored ctime: the znode's");
+        let stored = encode_for_tests(&["a:1"], Some(0));
+        let v = to_json_with_znode_ctime(1, &stored, 5).unwrap();
+        assert_eq!(v["ctime"], 1_700_000_000_000i64, "a stored ctime wins");
+        let p = read_params(&stored).unwrap();
+        assert_eq!((p.digest_type, p.closed_last_entry), (3, Some(0)));
+        assert_eq!(p.password, b"pw");
+    }
+
+    #[test]
     fn base64_matches_the_standard() {
         assert_eq!(base64(b""), "");
         assert_eq!(base64(b"f"), "Zg==");
