@@ -193,7 +193,7 @@ pub(super) async fn delete(
 
 /// Deletes the parents of `path` from the nearest up while they are empty, never the ledgers
 /// root; stops at the first that is not empty (ZooKeeper refuses to delete it) or fails.
-async fn delete_empty_parents(zk: &Zk, path: &str) {
+pub(super) async fn delete_empty_parents(zk: &Zk, path: &str) {
     let mut p = path;
     while let Some((parent, _)) = p.rsplit_once('/') {
         if parent.len() <= zk.root().len() {

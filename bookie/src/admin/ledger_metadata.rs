@@ -88,6 +88,38 @@ pub fn read_params(data: &[u8]) -> Result<ReadParams, String> {
     })
 }
 
+/// The znode of a new, open ledger on the one bookie `bookie_id` (ensemble, write and ack
+/// quorum 1), as a 4.x client writes it (format version 3, `ctime` stored) — the sanity
+/// test's ledger (sanity.rs).
+pub fn encode_open_single(
+    bookie_id: &str,
+    digest_type: i32,
+    password: &[u8],
+    ctime_ms: i64,
+) -> Vec<u8> {
+    let md = LedgerMetadataFormat {
+        quorum_size: 1,
+        ensemble_size: 1,
+        length: 0,
+        last_entry_id: None,
+        state: 1,
+        segment: vec![Segment {
+            ensemble_member: vec![bookie_id.to_string()],
+            first_entry_id: 0,
+        }],
+        digest_type: Some(digest_type),
+        password: Some(password.to_vec()),
+        ack_quorum_size: Some(1),
+        ctime: Some(ctime_ms),
+        custom_metadata: Vec::new(),
+        c_token: None,
+    };
+    let mut out = VERSION_KEY.to_vec();
+    out.extend(b"3\n");
+    out.extend(prost::Message::encode_length_delimited_to_vec(&md));
+    out
+}
+
 /// The format version and the decoded protobuf of a version 3 znode.
 fn decode(data: &[u8]) -> Result<(u32, LedgerMetadataFormat), String> {
     let rest = data
@@ -262,13 +294,30 @@ mod tests {
         data.extend(prost::Message::encode_length_delimited_to_vec(&md));
         assert_eq!(to_json(1, &data).unwrap()["ctime"], -1);
         let v = to_json_with_znode_ctime(1, &data, 1_796_000_000_000).unwrap();
-        assert_eq!(v["ctime"], 1_796_000_000_000i64, "no stored ctime: the znode's");
+        assert_eq!(
+            v["ctime"], 1_796_000_000_000i64,
+            "no stored ctime: the znode's"
+        );
         let stored = encode_for_tests(&["a:1"], Some(0));
         let v = to_json_with_znode_ctime(1, &stored, 5).unwrap();
         assert_eq!(v["ctime"], 1_700_000_000_000i64, "a stored ctime wins");
         let p = read_params(&stored).unwrap();
         assert_eq!((p.digest_type, p.closed_last_entry), (3, Some(0)));
         assert_eq!(p.password, b"pw");
+    }
+
+    #[test]
+    fn the_sanity_ledger_reads_back_as_an_open_single_bookie_ledger() {
+        let data = encode_open_single("127.0.0.1:3181", 2, b"", 7);
+        let v = to_json(9, &data).unwrap();
+        assert_eq!(v["state"], "OPEN");
+        assert_eq!(v["digestType"], "MAC");
+        assert_eq!(
+            (v["ensembleSize"].clone(), v["ackQuorumSize"].clone()),
+            (1.into(), 1.into())
+        );
+        assert_eq!(v["allEnsembles"]["0"][0]["id"], "127.0.0.1:3181");
+        assert_eq!(v["ctime"], 7);
     }
 
     #[test]

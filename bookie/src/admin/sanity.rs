@@ -4,18 +4,22 @@
 //!
 //! What it does: takes a fresh ledger id from ZooKeeper's id generator (an ephemeral
 //! sequential `<ledgers root>/idgen/ID-<n>`, deleted again, as Java's `ZkLedgerIdGenerator`
-//! does, so no client ever gets the same id), adds [`ENTRIES`] entries `entry-<i>` (MAC digest,
-//! empty password, as Java) through this bookie's own request path — each acknowledged only
-//! after its journal fsync, like any add — then reads every entry back, verifies its digest
-//! and compares the payload. Unlike Java it writes no ledger metadata: the ledger exists only
-//! in this bookie's storage, and the next GC round deletes it (a local ledger without
-//! metadata), where Java's client deletes its ledger's metadata itself.
+//! does, so no client ever gets the same id), writes that ledger's metadata (open, ensemble =
+//! this bookie, quorums 1, MAC digest, empty password, as Java's client creates it), adds
+//! [`ENTRIES`] entries `entry-<i>` through this bookie's own request path — each acknowledged
+//! only after its journal fsync, like any add — then reads every entry back, verifies its
+//! digest and compares the payload, and deletes the metadata again (GC then removes the data,
+//! as after any ledger delete). The metadata is what keeps GC off the ledger while the test
+//! runs: a local ledger without metadata is garbage (the first version, without it, had its
+//! ledger deleted by a GC round mid-test: `Fenced` on an add, found by s14_admin_http). The
+//! metadata is deleted whichever way the test ends, a failure to delete it is logged.
 //!
 //! Shape: `{"passed": bool, "readOnly": bool}` (200 whichever way the test went, as Java);
 //! `readOnly` is `forceReadOnlyBookie` (the test is then not run and `passed` is false, as
 //! Java); a bookie in read-only mode for another reason fails the test (its adds are refused).
 //! One test runs at a time; a second waits up to [`BUSY_WAIT`] and then answers 500; the
-//! whole test is bounded by [`TEST_TIMEOUT`] (a timeout is `passed: false`). 503 before the
+//! writes and reads are bounded by [`TEST_TIMEOUT`] (a timeout is `passed: false`), each
+//! ZooKeeper call by `zkTimeout`. 503 before the
 //! bookie is started or without ZooKeeper (no ledger id to take).
 
 use std::sync::Arc;
@@ -54,13 +58,20 @@ pub(super) async fn sanity(state: Shared, method: Method) -> Response {
         return not_started();
     };
     let zk = zk_or_answer!(state);
-    let Ok(Ok(_permit)) = tokio::time::timeout(BUSY_WAIT, ONE_AT_A_TIME.acquire()).await else {
+    let Ok(Ok(permit)) = tokio::time::timeout(BUSY_WAIT, ONE_AT_A_TIME.acquire()).await else {
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Timing out due to max number of sanity request are running concurrently",
         );
     };
-    let passed = match tokio::time::timeout(TEST_TIMEOUT, run(&zk, &bookie)).await {
+    // A task of its own: the test (and the metadata clean-up) runs to its end even when the
+    // caller goes away.
+    let id = state.bookie_id.clone();
+    let test = tokio::spawn(async move {
+        let _permit = permit;
+        run(&zk, &bookie, &id).await
+    });
+    let passed = match test.await {
         Ok(Ok(ledger)) => {
             tracing::info!(ledger, entries = ENTRIES, "bookie sanity test succeeded");
             true
@@ -69,8 +80,8 @@ pub(super) async fn sanity(state: Shared, method: Method) -> Response {
             tracing::warn!(error = %e, "bookie sanity test failed");
             false
         }
-        Err(_) => {
-            tracing::warn!(timeout = ?TEST_TIMEOUT, "bookie sanity test timed out");
+        Err(e) => {
+            tracing::warn!(error = %e, "bookie sanity test task failed");
             false
         }
     };
@@ -78,8 +89,33 @@ pub(super) async fn sanity(state: Shared, method: Method) -> Response {
 }
 
 /// The test; returns the ledger it used.
-async fn run(zk: &Zk, bookie: &Arc<Bookie>) -> Result<i64, String> {
+async fn run(zk: &Zk, bookie: &Arc<Bookie>, bookie_id: &str) -> Result<i64, String> {
     let ledger = fresh_ledger_id(zk).await?;
+    let path = crate::gc_scan::ledger_path(zk.root(), ledger as u64);
+    let ctime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let md = super::ledger_metadata::encode_open_single(bookie_id, 2, b"", ctime);
+    if !zk.create_persistent(&path, &md).await? {
+        return Err(format!(
+            "{path} exists: ledger id {ledger} was given out twice"
+        ));
+    }
+    let result = match tokio::time::timeout(TEST_TIMEOUT, write_and_read(bookie, ledger)).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("timed out after {TEST_TIMEOUT:?}")),
+    };
+    match zk.delete(&path).await {
+        Ok(_) => super::ledger::delete_empty_parents(zk, &path).await,
+        Err(e) => {
+            tracing::warn!(error = %e, ledger, "sanity: could not delete the test ledger's metadata")
+        }
+    }
+    result.map(|()| ledger)
+}
+
+/// Adds the entries and reads them back.
+async fn write_and_read(bookie: &Arc<Bookie>, ledger: i64) -> Result<(), String> {
     let digest = DigestManager::new(DigestType::Hmac, b"");
     let key = MasterKey::from_password(b"").to_bytes();
     let mut length = 0i64;
@@ -124,7 +160,7 @@ async fn run(zk: &Zk, bookie: &Arc<Bookie>) -> Result<i64, String> {
             ));
         }
     }
-    Ok(ledger)
+    Ok(())
 }
 
 /// A ledger id no client will be given: Java's `ZkLedgerIdGenerator` (the hierarchical

@@ -113,7 +113,10 @@ final class AdminHttp {
 
     static void run(Ctx ctx) throws Exception {
         Cluster cluster = ctx.cluster;
-        Path dir = cluster.runDir.resolve("admin-http-" + ctx.mode);
+        // Fresh dirs per cluster and mode: each cluster has its own instance id, so a bookie
+        // dir of an earlier pass would carry a cookie of another cluster.
+        String pass = cluster.impl().name + "-" + ctx.mode;
+        Path dir = cluster.runDir.resolve("admin-http-" + pass);
         BookieProcess javaBookie = httpBookie(cluster, Impl.JAVA, 90, dir.resolve("java"));
         BookieProcess rustBookie = httpBookie(cluster, Impl.RUST, 91, dir.resolve("rust"));
         List<LedgerHandle> ledgers = new ArrayList<>();
@@ -347,9 +350,10 @@ final class AdminHttp {
                     .append(SAME_VALUES.contains(row.key()) ? (row.valuesEqual() ? "yes" : "no") : "(not compared)")
                     .append(" | ").append(note).append(" |\n");
         }
-        Files.writeString(cluster.runDir.resolve("admin-http-table-" + mode + ".md"), table.toString(),
-                StandardCharsets.UTF_8);
-        System.out.println("s14_admin_http (" + mode + "): Java bookie vs bookie-rs, same cluster state\n" + table);
+        Files.writeString(cluster.runDir.resolve("admin-http-table-" + cluster.impl().name + "-" + mode + ".md"),
+                table.toString(), StandardCharsets.UTF_8);
+        System.out.println("s14_admin_http (" + mode + ", in the cluster of " + cluster.impl().name
+                + " bookies): Java bookie vs bookie-rs, same cluster state\n" + table);
         Check.isTrue(failures.size() + " admin endpoint(s) answer differently from Java (not in EXCEPTIONS)",
                 failures.isEmpty(), String.join("\n", failures));
     }
