@@ -19,7 +19,7 @@
 //!   (Java's `BookKeeperAdmin.triggerAudit`), nothing when replication is disabled or no
 //!   auditor is elected; 404 `Exception when do operation.<reason>` on a failed read.
 //! `bookie` (recover a bookie's ledgers) and `decommission` need a BookKeeper client that
-//! re-replicates ledgers; bookie-rs has none (501 from mod.rs, docs/operations.md §3).
+//! re-replicates ledgers; bookie-rs has none (501 from mod.rs, docs/config.md §2.2).
 
 use std::collections::HashMap;
 

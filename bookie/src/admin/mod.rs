@@ -196,7 +196,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
 
 /// The stock 4.17 paths bookie-rs does not serve: 501 with the path named, so a caller
 /// tells "not built" from "no such path" (404) and from a failure. Why each is not built
-/// (docs/operations.md §3): `expand_storage` adds ledger directories to a running bookie (ours
+/// (docs/config.md §2.2): `expand_storage` adds ledger directories to a running bookie (ours
 /// takes new directories only at start, with a cookie update); `entry_location_compact`
 /// compacts DbLedgerStorage's RocksDB location index (ours has none: the index lives in the
 /// segment footers); `autorecovery/bookie` and `autorecovery/decommission` re-replicate

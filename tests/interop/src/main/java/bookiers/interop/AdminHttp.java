@@ -15,8 +15,10 @@
  * never the values, except for the requests in SAME_VALUES, whose whole answers are data
  * both read from the same place (ZooKeeper, the same ledger's entries) and must be equal.
  * Every difference fails the scenario unless EXCEPTIONS lists that request with the reason;
- * an exception that is no longer needed fails it too, so the list stays true. The table (endpoint, method, Java status, ours, keys equal) is
- * printed and written to <run dir>/admin-http-table.md.
+ * an exception that is no longer needed fails it too, so the list stays true. The table
+ * (endpoint, method, Java status, ours, keys equal, values equal) is printed and written to
+ * the run dir as admin-http-table-<cluster impl>-<mode> (markdown); docs/config.md §2.1 holds
+ * the measured one.
  *
  * Owns: the two extra bookies (killed at the end, whatever happens) and the ledgers it writes
  * (deleted at the end).
@@ -58,7 +60,7 @@ final class AdminHttp {
 
     /**
      * Requests whose difference is expected, with the reason. Key: "METHOD path" exactly as in
-     * the table. Value: why bookie-rs answers differently (docs/operations.md §3).
+     * the table. Value: why bookie-rs answers differently (docs/config.md §2.2).
      */
     static final Map<String, String> EXCEPTIONS = Map.ofEntries(
             // Our journal has a random id and record sequence numbers, not <id>.txn files:
