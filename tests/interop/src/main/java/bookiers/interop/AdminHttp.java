@@ -225,6 +225,21 @@ final class AdminHttp {
             }
             javaBookie.kill();
             rustBookie.kill();
+            // The next scenario's clients must not pick a bookie that is gone: wait for the
+            // two registrations to expire (zkTimeout 4 s).
+            waitUnregistered(cluster, javaBookie);
+            waitUnregistered(cluster, rustBookie);
+        }
+    }
+
+    private static void waitUnregistered(Cluster cluster, BookieProcess b) throws Exception {
+        String node = Cluster.LEDGERS_ROOT + "/available/" + b.bookieId();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (cluster.zk().exists(node, false) != null) {
+            if (System.nanoTime() > deadline) {
+                throw new Check.Failure(node + " still registered 30 s after its bookie was killed");
+            }
+            Thread.sleep(100);
         }
     }
 
