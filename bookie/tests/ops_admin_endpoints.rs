@@ -172,7 +172,11 @@ async fn acting_endpoints_change_zookeeper_and_storage_as_java_does() {
     let idgen = obs.list_children(&format!("{root}/idgen")).await.unwrap();
     assert!(idgen.is_empty(), "the id node is deleted again: {idgen:?}");
     let (_, body) = call(a, "GET", "/api/v1/ledger/list", "");
-    assert_eq!(json_of(&body), json!({}), "the test ledger's metadata is deleted again");
+    assert_eq!(
+        json_of(&body),
+        json!({}),
+        "the test ledger's metadata is deleted again"
+    );
 
     // A closed ledger of 3 entries on this bookie, with its metadata.
     let md = bookie::admin::ledger_metadata::encode_for_tests(&[&id], Some(2));

@@ -18,6 +18,7 @@
 //! - `trigger_audit` PUT: rewrites the delay with its own value, which wakes the auditor
 //!   (Java's `BookKeeperAdmin.triggerAudit`), nothing when replication is disabled or no
 //!   auditor is elected; 404 `Exception when do operation.<reason>` on a failed read.
+//!
 //! `bookie` (recover a bookie's ledgers) and `decommission` need a BookKeeper client that
 //! re-replicates ledgers; bookie-rs has none (501 from mod.rs, docs/config.md §2.2).
 

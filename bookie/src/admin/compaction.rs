@@ -13,6 +13,7 @@
 //!   least one) answers a JSON string naming what was suspended; 400 with neither key;
 //! - `resume_compaction` PUT `{"resumeMajor": bool, "resumeMinor": bool}`, the same way; GET
 //!   is 404 as in Java (only PUT is served there).
+//!
 //! A body that is not a JSON object, or a key that is not a boolean, is 400 here (Java throws
 //! and answers 500). Other methods: 404 with Java's text.
 
