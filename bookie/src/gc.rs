@@ -8,6 +8,8 @@
 //!   ledgers" (gc_scan.rs);
 //! - the bookie forgets the in-memory state of exactly the ledgers the round deleted
 //!   (the ids the entry log reports), and logs them;
+//! - a compaction kind the operator suspended (`gc/suspend_compaction`, gc_status.rs) is not
+//!   started; every pass shows in `gc_details` while it runs and is counted when it ends;
 //! - the loop ends when storage is shut down or its [`Cancel`] is cancelled (the first
 //!   step of shutdown, docs/semantics.md §16); a compaction or GC pass in progress stops
 //!   within one read batch or written entry (entrylog/src/compaction.rs), so shutdown
