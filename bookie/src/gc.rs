@@ -15,6 +15,8 @@
 //!   lock, so no replication worker copies it back here meanwhile;
 //! - the bookie forgets the in-memory state of exactly the ledgers the round deleted
 //!   (the ids the entry log reports), and logs them;
+//! - a compaction kind the operator suspended (`gc/suspend_compaction`, gc_status.rs) is not
+//!   started; every pass shows in `gc_details` while it runs and is counted when it ends;
 //! - the loop ends when storage is shut down or its [`Cancel`] is cancelled (the first
 //!   step of shutdown, docs/semantics.md §16); a compaction or GC pass in progress stops
 //!   within one read batch or written entry (entrylog/src/compaction.rs), so shutdown
@@ -32,6 +34,7 @@ use tokio::time::Instant;
 use crate::config::BookieConfig;
 use crate::gc_metadata::{self, OpRate, OverReplicationSchedule};
 use crate::gc_metadata_zk::ZkMetadata;
+use crate::gc_status::{CompactionKind, GcStatus};
 use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::registration::Registration;
@@ -184,24 +187,33 @@ async fn remove_overreplicated(
 async fn compact_if_due(
     storage: &Arc<RealStorage>,
     schedule: &CompactionSchedule,
+    status: &GcStatus,
     last_minor: &mut Instant,
     last_major: &mut Instant,
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    let (kind, major) = match (schedule.major, schedule.minor) {
+    // A suspended kind is not due (Java's `!suspendMajor` / `!suspendMinor`).
+    let major = schedule
+        .major
+        .filter(|_| !status.is_suspended(CompactionKind::Major));
+    let minor = schedule
+        .minor
+        .filter(|_| !status.is_suspended(CompactionKind::Minor));
+    let (kind, pass_kind) = match (major, minor) {
         (Some(k), _) if now.duration_since(*last_major) >= k.every => {
             *last_major = now;
             *last_minor = now;
-            (k, true)
+            (k, CompactionKind::Major)
         }
         (_, Some(k)) if now.duration_since(*last_minor) >= k.every => {
             *last_minor = now;
-            (k, false)
+            (k, CompactionKind::Minor)
         }
         _ => return,
     };
-    crate::metrics::gc_stats::GC_STATS.compaction_pass(major);
+    crate::metrics::gc_stats::GC_STATS.compaction_pass(matches!(pass_kind, CompactionKind::Major));
+    let _pass = status.begin(pass_kind);
     let (st, c) = (storage.clone(), cancel.clone());
     let threshold = kind.threshold;
     // Reported by the blocking task itself: shutdown aborts this task, and the pass it
@@ -256,6 +268,7 @@ pub async fn gc_loop(
         compact_if_due(
             &storage,
             &compaction,
+            trigger.status(),
             &mut last_minor,
             &mut last_major,
             &cancel,

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 
+use crate::gc_status::GcStatus;
+
 /// Shared between the admin API (asks) and the GC loop (runs).
 #[derive(Default)]
 pub struct GcTrigger {
@@ -21,6 +23,8 @@ pub struct GcTrigger {
     running: AtomicBool,
     /// A GC loop serves this trigger.
     served: AtomicBool,
+    /// Compaction passes and the operator's suspensions (gc_status.rs).
+    status: GcStatus,
 }
 
 /// Held by the GC loop for the length of one round; ends a forced round when dropped.
@@ -48,6 +52,17 @@ impl GcTrigger {
     /// True from a [`GcTrigger::force`] until the round it started ended.
     pub fn is_in_force_gc(&self) -> bool {
         self.pending.load(Ordering::Acquire) || self.running.load(Ordering::Acquire)
+    }
+
+    /// What compaction is doing and what the operator suspended (`gc_details`,
+    /// `gc/suspend_compaction`, `gc/resume_compaction`).
+    pub fn status(&self) -> &GcStatus {
+        &self.status
+    }
+
+    /// Whether a GC loop serves this trigger (never in standalone mode).
+    pub fn is_served(&self) -> bool {
+        self.served.load(Ordering::Acquire)
     }
 
     /// Called once by the GC loop when it starts serving this trigger.

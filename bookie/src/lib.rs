@@ -32,6 +32,7 @@ pub mod gc;
 pub mod gc_metadata;
 pub mod gc_metadata_zk;
 pub mod gc_scan;
+pub mod gc_status;
 pub mod gc_trigger;
 pub mod handlers;
 pub mod inspect;

@@ -1,5 +1,6 @@
 //! `/api/v1/bookie/...` endpoints about this bookie: `state`, `is_ready`, `state/readonly`,
-//! `info`, `last_log_mark`, `list_disk_file`, `gc`, `gc_details` (docs/config.md §2).
+//! `info`, `last_log_mark`, `list_disk_file`, `gc` (docs/config.md §2); `gc_details` is in
+//! compaction.rs.
 //!
 //! Shapes (keys exactly as the 4.17 handlers under bookkeeper-server's `server/http/service/`):
 //! - `state`: `{"running","readOnly","shuttingDown","availableForHighPriorityWrites"}`, booleans;
@@ -15,8 +16,7 @@
 //!   names (our `.jseg` journal segments and `.seg` entry-log segments; our index lives in the
 //!   segment footers, so "index files" is empty), `?file_type=journal|entrylog|index`;
 //! - `gc`: GET `{"is_in_force_gc": "<bool>"}` (a string, as Java); PUT forces a round (a JSON
-//!   string `"Triggered GC on BookieServer: <id>"`), 405 for other methods;
-//! - `gc_details`: a one-element list of Java's `GarbageCollectionStatus` keys.
+//!   string `"Triggered GC on BookieServer: <id>"`), 405 for other methods.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -267,28 +267,4 @@ pub(super) async fn gc(state: Shared, method: Method) -> Response {
             "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.",
         ),
     }
-}
-
-/// `GET /api/v1/bookie/gc_details`. Compaction progress, times and counters are not
-/// tracked yet: they read false / 0 (Java's values before the first compaction).
-pub(super) async fn gc_details(state: Shared, method: Method) -> Response {
-    if method != Method::GET {
-        return wrong_method(
-            "Only support GET method to retrieve GC details. If you want to trigger gc, send a POST to gc endpoint.",
-        );
-    }
-    json(
-        StatusCode::OK,
-        &j!([{
-            "forceCompacting": state.gc.is_in_force_gc(),
-            "majorCompacting": false,
-            "minorCompacting": false,
-            "lastMajorCompactionTime": 0,
-            "lastMinorCompactionTime": 0,
-            "lastEntryLocationCompactionTime": 0,
-            "majorCompactionCounter": 0,
-            "minorCompactionCounter": 0,
-            "entryLocationCompactionCounter": 0,
-        }]),
-    )
 }

@@ -71,6 +71,58 @@ struct CustomEntry {
     value: Option<Vec<u8>>,
 }
 
+/// What reading a ledger's entries needs from its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadParams {
+    /// DataFormats `DigestType` number (1 CRC32, 2 HMAC, 3 CRC32C, 4 DUMMY).
+    pub digest_type: i32,
+    pub password: Vec<u8>,
+    /// `Some(last entry id)` once the ledger is closed.
+    pub closed_last_entry: Option<i64>,
+}
+
+/// The digest, password and (when closed) last entry of a metadata znode's `data`.
+pub fn read_params(data: &[u8]) -> Result<ReadParams, String> {
+    let (_, md) = decode(data)?;
+    Ok(ReadParams {
+        digest_type: md.digest_type.unwrap_or(1),
+        password: md.password.unwrap_or_default(),
+        closed_last_entry: (md.state == 3).then(|| md.last_entry_id.unwrap_or(-1)),
+    })
+}
+
+/// The znode of a new, open ledger on the one bookie `bookie_id` (ensemble, write and ack
+/// quorum 1), as a 4.x client writes it (format version 3, `ctime` stored) — the sanity
+/// test's ledger (sanity.rs).
+pub fn encode_open_single(
+    bookie_id: &str,
+    digest_type: i32,
+    password: &[u8],
+    ctime_ms: i64,
+) -> Vec<u8> {
+    let md = LedgerMetadataFormat {
+        quorum_size: 1,
+        ensemble_size: 1,
+        length: 0,
+        last_entry_id: None,
+        state: 1,
+        segment: vec![Segment {
+            ensemble_member: vec![bookie_id.to_string()],
+            first_entry_id: 0,
+        }],
+        digest_type: Some(digest_type),
+        password: Some(password.to_vec()),
+        ack_quorum_size: Some(1),
+        ctime: Some(ctime_ms),
+        custom_metadata: Vec::new(),
+        c_token: None,
+    };
+    let mut out = VERSION_KEY.to_vec();
+    out.extend(b"3\n");
+    out.extend(prost::Message::encode_length_delimited_to_vec(&md));
+    out
+}
+
 /// Decodes a metadata znode (module docs): its format version and the protobuf. The one
 /// parse of ledger metadata in the bookie (the admin API and GC both go through it).
 fn decode(data: &[u8]) -> Result<(u32, LedgerMetadataFormat), String> {
@@ -154,7 +206,20 @@ pub fn ensembles(data: &[u8]) -> Result<LedgerEnsembles, String> {
 }
 
 /// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
+/// `ctime` is -1 when the metadata stores none (clients store it only with
+/// `storeSystemtimeAsLedgerCreationTime`); see [`to_json_with_znode_ctime`].
 pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
+    to_json_inner(id, data, None)
+}
+
+/// As [`to_json`], for metadata read from ZooKeeper: a metadata without its own `ctime`
+/// shows the znode's creation time, as Java's `LedgerMetadataSerDe.parseConfig(..., stat
+/// ctime)` does.
+pub fn to_json_with_znode_ctime(id: i64, data: &[u8], znode_ctime: i64) -> Result<Value, String> {
+    to_json_inner(id, data, Some(znode_ctime))
+}
+
+fn to_json_inner(id: i64, data: &[u8], znode_ctime: Option<i64>) -> Result<Value, String> {
     let (version, md) = decode(data)?;
     let state = LedgerState::from_wire(md.state)?.name();
     let digest = match md.digest_type.unwrap_or(1) {
@@ -192,7 +257,7 @@ pub fn to_json(id: i64, data: &[u8]) -> Result<Value, String> {
         "password": base64(md.password.as_deref().unwrap_or_default()),
         "state": state,
         "closed": state == "CLOSED",
-        "ctime": md.ctime.unwrap_or(-1),
+        "ctime": md.ctime.or(znode_ctime).unwrap_or(-1),
         "ctoken": md.c_token.unwrap_or(0),
         "customMetadata": custom,
         "allEnsembles": ensembles,
@@ -311,6 +376,43 @@ mod tests {
         assert!(!e.has_member("d:1") && !e.has_member("a:"));
         assert!(ensembles(b"garbage").is_err());
         assert_eq!(to_json(1, &data).unwrap()["state"], "IN_RECOVERY");
+    }
+
+    #[test]
+    fn ctime_falls_back_to_the_znode_as_java() {
+        let mut md = <LedgerMetadataFormat as prost::Message>::decode_length_delimited(
+            &encode_for_tests(&["a:1"], Some(0))[VERSION_KEY.len() + 2..],
+        )
+        .unwrap();
+        md.ctime = None;
+        let mut data = b"BookieMetadataFormatVersion\t3\n".to_vec();
+        data.extend(prost::Message::encode_length_delimited_to_vec(&md));
+        assert_eq!(to_json(1, &data).unwrap()["ctime"], -1);
+        let v = to_json_with_znode_ctime(1, &data, 1_796_000_000_000).unwrap();
+        assert_eq!(
+            v["ctime"], 1_796_000_000_000i64,
+            "no stored ctime: the znode's"
+        );
+        let stored = encode_for_tests(&["a:1"], Some(0));
+        let v = to_json_with_znode_ctime(1, &stored, 5).unwrap();
+        assert_eq!(v["ctime"], 1_700_000_000_000i64, "a stored ctime wins");
+        let p = read_params(&stored).unwrap();
+        assert_eq!((p.digest_type, p.closed_last_entry), (3, Some(0)));
+        assert_eq!(p.password, b"pw");
+    }
+
+    #[test]
+    fn the_sanity_ledger_reads_back_as_an_open_single_bookie_ledger() {
+        let data = encode_open_single("127.0.0.1:3181", 2, b"", 7);
+        let v = to_json(9, &data).unwrap();
+        assert_eq!(v["state"], "OPEN");
+        assert_eq!(v["digestType"], "MAC");
+        assert_eq!(
+            (v["ensembleSize"].clone(), v["ackQuorumSize"].clone()),
+            (1.into(), 1.into())
+        );
+        assert_eq!(v["allEnsembles"]["0"][0]["id"], "127.0.0.1:3181");
+        assert_eq!(v["ctime"], 7);
     }
 
     #[test]

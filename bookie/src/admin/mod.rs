@@ -5,10 +5,12 @@
 //! Owns: [`AdminState`] (what the endpoints read: the start-up phase, the bookie once storage
 //! is open, the ZooKeeper registration, the GC trigger), the router, and the helpers that shape
 //! answers. One file per endpoint family: `bookie` (state, readiness, read-only toggle, disk,
-//! journal mark, GC), `cluster` (bookie listings from ZooKeeper), `bookie_info` (disk space of
-//! every bookie, asked over the bookie protocol), `ledger` (+ `ledger_metadata`,
-//! the metadata znode decoder), `autorecovery`,
-//! `config`; `listener` binds the ports and bounds the connections.
+//! journal mark, GC), `compaction` (GC details, suspending and resuming compaction),
+//! `sanity` (write and read a ledger here), `cluster` (bookie listings from ZooKeeper),
+//! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
+//! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
+//! (entries from this bookie's storage), `autorecovery`, `config`; `zk` the bounded
+//! ZooKeeper calls; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
 //! - the server is up before storage opens (node.rs starts it first), so while the journal
@@ -25,10 +27,13 @@ mod autorecovery;
 mod bookie;
 mod bookie_info;
 mod cluster;
+mod compaction;
 mod config;
 mod ledger;
 pub mod ledger_metadata;
+mod ledger_read;
 pub mod listener;
+mod sanity;
 mod zk;
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -146,7 +151,16 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/api/v1/bookie/last_log_mark", any(bookie::last_log_mark))
         .route("/api/v1/bookie/list_disk_file", any(bookie::list_disk_file))
         .route("/api/v1/bookie/gc", any(bookie::gc))
-        .route("/api/v1/bookie/gc_details", any(bookie::gc_details))
+        .route("/api/v1/bookie/gc_details", any(compaction::gc_details))
+        .route(
+            "/api/v1/bookie/gc/suspend_compaction",
+            any(compaction::suspend),
+        )
+        .route(
+            "/api/v1/bookie/gc/resume_compaction",
+            any(compaction::resume),
+        )
+        .route("/api/v1/bookie/sanity", any(sanity::sanity))
         .route("/api/v1/bookie/list_bookies", any(cluster::list_bookies))
         .route(
             "/api/v1/bookie/list_bookie_info",
@@ -155,10 +169,24 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/api/v1/bookie/cluster_info", any(cluster::cluster_info))
         .route("/api/v1/ledger/list", any(ledger::list))
         .route("/api/v1/ledger/metadata", any(ledger::metadata))
+        .route("/api/v1/ledger/delete", any(ledger::delete))
+        .route("/api/v1/ledger/read", any(ledger_read::read))
         .route("/api/v1/autorecovery/status", any(autorecovery::status))
         .route(
             "/api/v1/autorecovery/who_is_auditor",
             any(autorecovery::who_is_auditor),
+        )
+        .route(
+            "/api/v1/autorecovery/list_under_replicated_ledger",
+            any(autorecovery::list_under_replicated_ledger),
+        )
+        .route(
+            "/api/v1/autorecovery/lost_bookie_recovery_delay",
+            any(autorecovery::lost_bookie_recovery_delay),
+        )
+        .route(
+            "/api/v1/autorecovery/trigger_audit",
+            any(autorecovery::trigger_audit),
         )
         .merge(not_built())
         .fallback(not_found)
@@ -167,19 +195,17 @@ pub fn router(state: Arc<AdminState>) -> Router {
 }
 
 /// The stock 4.17 paths bookie-rs does not serve: 501 with the path named, so a caller
-/// tells "not built" from "no such path" (404) and from a failure.
+/// tells "not built" from "no such path" (404) and from a failure. Why each is not built
+/// (docs/config.md §2.2): `expand_storage` adds ledger directories to a running bookie (ours
+/// takes new directories only at start, with a cookie update); `entry_location_compact`
+/// compacts DbLedgerStorage's RocksDB location index (ours has none: the index lives in the
+/// segment footers); `autorecovery/bookie` and `autorecovery/decommission` re-replicate
+/// ledgers through a BookKeeper client (bookie-rs has no client; run the stock
+/// `bookkeeper shell recover` / `decommissionbookie`, which work against bookie-rs).
 pub const NOT_BUILT: &[&str] = &[
-    "/api/v1/bookie/sanity",
     "/api/v1/bookie/expand_storage",
-    "/api/v1/bookie/gc/suspend_compaction",
-    "/api/v1/bookie/gc/resume_compaction",
     "/api/v1/bookie/entry_location_compact",
-    "/api/v1/ledger/delete",
-    "/api/v1/ledger/read",
     "/api/v1/autorecovery/bookie",
-    "/api/v1/autorecovery/list_under_replicated_ledger",
-    "/api/v1/autorecovery/trigger_audit",
-    "/api/v1/autorecovery/lost_bookie_recovery_delay",
     "/api/v1/autorecovery/decommission",
 ];
 

@@ -1,6 +1,9 @@
-//! The admin API's ZooKeeper reads: children, data and existence of one node, each bounded
-//! by the bookie's `zkTimeout`, through the registration's current session (so an endpoint
-//! sees what the bookie's own registration sees). Read-only: nothing here writes.
+//! The admin API's ZooKeeper calls: children, data and existence of one node, and the few
+//! writes an operator asks for (ledger delete, auto-recovery switch and delay, the sanity
+//! test's ledger id), each bounded by the bookie's `zkTimeout`, through the registration's
+//! current session (so an endpoint sees what the bookie's own registration sees). Writes use
+//! the open ACL, as the registration's nodes do; none is retried (a timed-out write may or
+//! may not have happened: the answer says it timed out, never that it did nothing).
 //!
 //! A missing node is `Ok(None)`, distinct from a failed or timed-out read (`Err`), so no
 //! endpoint reads "no answer" as "nothing there".
@@ -79,6 +82,80 @@ impl Zk {
             .bounded("get", path, self.client.get_data(path))
             .await?
             .map(|(data, _stat)| data))
+    }
+
+    /// The data of `path` and the node's creation time (ms since the epoch).
+    pub(super) async fn data_and_ctime(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, i64)>, String> {
+        Ok(self
+            .bounded("get", path, self.client.get_data(path))
+            .await?
+            .map(|(data, stat)| (data, stat.ctime)))
+    }
+
+    /// Deletes `path` at any version; `Ok(false)` when there was no such node.
+    pub(super) async fn delete(&self, path: &str) -> Result<bool, String> {
+        Ok(self
+            .bounded("delete", path, self.client.delete(path, None))
+            .await?
+            .is_some())
+    }
+
+    /// Creates the persistent node `path` with `data`, and any missing parent (empty,
+    /// persistent, as Java's `ZkUtils.createFullPathOptimistic`); `Ok(false)` when `path`
+    /// already existed.
+    pub(super) async fn create_persistent(&self, path: &str, data: &[u8]) -> Result<bool, String> {
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        for (i, _) in path.match_indices('/').skip(1) {
+            let parent = &path[..i];
+            match self.create_once(parent, &[], &opts).await {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(format!("create {parent}: {e}")),
+            }
+        }
+        match self.create_once(path, data, &opts).await {
+            Ok(_) => Ok(true),
+            Err(zk::Error::NodeExists) => Ok(false),
+            Err(e) => Err(format!("create {path}: {e}")),
+        }
+    }
+
+    /// Sets the data of `path`, creating it (and parents) when missing.
+    pub(super) async fn put(&self, path: &str, data: &[u8]) -> Result<(), String> {
+        match self
+            .bounded("set", path, self.client.set_data(path, data, None))
+            .await?
+        {
+            Some(_) => Ok(()),
+            None => self.create_persistent(path, data).await.map(|_| ()),
+        }
+    }
+
+    /// Creates an ephemeral sequential node `<prefix><seq>` (parents as needed) and returns
+    /// its sequence number.
+    pub(super) async fn create_ephemeral_sequential(&self, prefix: &str) -> Result<i64, String> {
+        if let Some((parent, _)) = prefix.rsplit_once('/') {
+            self.create_persistent(parent, &[]).await?;
+        }
+        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        match self.create_once(prefix, &[], &opts).await {
+            Ok(seq) => Ok(seq),
+            Err(e) => Err(format!("create {prefix}<seq>: {e}")),
+        }
+    }
+
+    async fn create_once(
+        &self,
+        path: &str,
+        data: &[u8],
+        opts: &zk::CreateOptions<'_>,
+    ) -> Result<i64, zk::Error> {
+        match tokio::time::timeout(self.timeout, self.client.create(path, data, opts)).await {
+            Ok(r) => r.map(|(_, seq)| seq.into_i64()),
+            Err(_) => Err(zk::Error::Timeout),
+        }
     }
 
     pub(super) async fn exists(&self, path: &str) -> Result<bool, String> {

@@ -85,7 +85,9 @@ final class Scenarios {
                 new Def(12, "s12_registration", "ZK registration node, BookieServiceInfo bytes and cookies as Java",
                         Scenarios::s12Registration, 60),
                 new Def(13, "s13_overreplicated_gc", "a ledger moved off a bookie by recover is deleted there; space back",
-                        OverReplicatedGc::run, 180));
+                        OverReplicatedGc::run, 180),
+                new Def(14, "s14_admin_http", "admin HTTP API: every endpoint and method, status + JSON keys vs Java",
+                        AdminHttp::run, 240));
     }
 
     // ---------------------------------------------------------------- s01
