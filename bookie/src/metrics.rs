@@ -112,6 +112,8 @@ named_enum! {
         WriteBytes => "bookie_WRITE_BYTES",
         ReadBytes => "bookie_READ_BYTES",
         BookieForceLedger => "bookie_BOOKIE_FORCE_LEDGER",
+        /// A read of entry -1 answered no-entry (Java: `READ_LAST_ENTRY_NOENTRY_ERROR`).
+        ReadLastEntryNoEntryError => "bookkeeper_server_READ_LAST_ENTRY_NOENTRY_ERROR",
     }
 }
 

@@ -10,6 +10,10 @@
 //! - `WRITE_THREAD_QUEUED_LATENCY` (adds) and `READ_ENTRY_SCHEDULING_DELAY` (reads): the
 //!   wait between the two (Java: time in the worker pool's queue).
 //!
+//! - `*_BLOCKED` / `*_BLOCKED_WAIT`: a request that found its in-progress permits taken
+//!   (counts or byte budget) while it waits, and how long it waited (Java: the adds /
+//!   reads semaphore of `maxAddsInProgressLimit` / `maxReadsInProgressLimit`).
+//!
 //! Invariant: every `started` is matched by one `finished` for the same kind, so the
 //! in-progress gauges return to zero when the bookie is idle.
 
@@ -145,6 +149,38 @@ impl RequestObserver for MetricsObserver {
     fn connections(&self, delta: i64) {
         self.0.gauge_add(Gauge::Connections, delta);
     }
+
+    fn read_last_entry_no_entry(&self) {
+        self.0.inc(Counter::ReadLastEntryNoEntryError);
+    }
+
+    fn blocked(&self, kind: RequestKind) {
+        if let Some((gauge, _)) = blocked_series(kind) {
+            self.0.gauge_add(gauge, 1);
+        }
+    }
+
+    fn unblocked(&self, kind: RequestKind, waited: Option<Duration>) {
+        if let Some((gauge, wait)) = blocked_series(kind) {
+            self.0.gauge_add(gauge, -1);
+            if let Some(waited) = waited {
+                self.0.op(wait).observe(waited, true);
+            }
+        }
+    }
+}
+
+/// `*_BLOCKED` (requests now waiting for their in-progress permits) and
+/// `*_BLOCKED_WAIT` (how long one waited) of adds and entry reads; Java has none for
+/// the other kinds.
+fn blocked_series(kind: RequestKind) -> Option<(Gauge, metrics::Op)> {
+    if is_add(kind) {
+        Some((Gauge::AddEntryBlocked, metrics::Op::AddEntryBlockedWait))
+    } else if is_entry_read(kind) {
+        Some((Gauge::ReadEntryBlocked, metrics::Op::ReadEntryBlockedWait))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +271,34 @@ mod tests {
         assert!(text.contains(
             "bookkeeper_server_WRITE_THREAD_QUEUED_LATENCY{success=\"true\",quantile=\"1.0\"} 1.0\n"
         ));
+    }
+
+    #[test]
+    fn blocked_requests_feed_the_blocked_gauges_and_waits() {
+        let m = Metrics::new();
+        let o = MetricsObserver(m.clone());
+        o.blocked(RequestKind::Add);
+        o.blocked(RequestKind::FenceRead);
+        o.blocked(RequestKind::WriteLac); // no stock series for it
+        assert_eq!(m.gauge_value(Gauge::AddEntryBlocked), 1);
+        assert_eq!(m.gauge_value(Gauge::ReadEntryBlocked), 1);
+        o.unblocked(RequestKind::Add, Some(Duration::from_millis(4)));
+        o.unblocked(RequestKind::FenceRead, None); // abandoned: no wait recorded
+        o.unblocked(RequestKind::WriteLac, Some(Duration::from_millis(4)));
+        assert_eq!(m.gauge_value(Gauge::AddEntryBlocked), 0);
+        assert_eq!(m.gauge_value(Gauge::ReadEntryBlocked), 0);
+        assert_eq!(count(&m, Op::AddEntryBlockedWait), 1);
+        assert_eq!(count(&m, Op::ReadEntryBlockedWait), 0);
+    }
+
+    #[test]
+    fn a_last_entry_read_without_entries_is_counted() {
+        let m = Metrics::new();
+        MetricsObserver(m.clone()).read_last_entry_no_entry();
+        assert_eq!(m.counter_value(Counter::ReadLastEntryNoEntryError), 1);
+        assert!(m
+            .encode()
+            .contains("bookkeeper_server_READ_LAST_ENTRY_NOENTRY_ERROR 1\n"));
     }
 
     #[test]

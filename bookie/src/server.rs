@@ -141,6 +141,13 @@ pub trait RequestObserver: Send + Sync + 'static {
     );
     /// A connection opened (+1) or closed (-1).
     fn connections(&self, delta: i64);
+    /// The request found its in-progress limits full and waits for its permits.
+    fn blocked(&self, _kind: RequestKind) {}
+    /// A request [`RequestObserver::blocked`] stopped waiting: `Some(wait)` when it got
+    /// its permits after `wait`, `None` when it was abandoned (shutdown).
+    fn unblocked(&self, _kind: RequestKind, _waited: Option<Duration>) {}
+    /// A read of entry -1 (the last entry; plain, fencing or long poll) answered no-entry.
+    fn read_last_entry_no_entry(&self) {}
 }
 
 /// Shared by all connections.
@@ -450,11 +457,40 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         None
                     };
                     let in_flight = InFlight::new(&shared);
-                    let permit = tokio::select! {
-                        p = conn_limits.admit(limits::kind_of(&op), frame_bytes) => p,
-                        _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                    // Polled once first: only a request that finds its limits full
+                    // is counted as blocked (one poll, no extra work when it is not).
+                    let mut admit =
+                        std::pin::pin!(conn_limits.admit(limits::kind_of(&op), frame_bytes));
+                    let first = std::future::poll_fn(|cx| {
+                        std::task::Poll::Ready(std::future::Future::poll(admit.as_mut(), cx))
+                    })
+                    .await;
+                    let permit = match first {
+                        std::task::Poll::Ready(p) => p,
+                        std::task::Poll::Pending => {
+                            let blocked_at = std::time::Instant::now();
+                            if let Some(o) = &shared.observer {
+                                o.blocked(kind);
+                            }
+                            tokio::select! {
+                                p = &mut admit => {
+                                    if let Some(o) = &shared.observer {
+                                        o.unblocked(kind, Some(blocked_at.elapsed()));
+                                    }
+                                    p
+                                }
+                                _ = shutdown.wait_for(|s| *s) => {
+                                    if let Some(o) = &shared.observer {
+                                        o.unblocked(kind, None);
+                                    }
+                                    break 'conn Ok(());
+                                }
+                            }
+                        }
                     };
                     let dispatched = std::time::Instant::now();
+                    let reads_last_entry =
+                        matches!(&op, crate::handlers::Op::Read(r) if r.entry == -1);
                     let pending = shared.dispatch(op);
                     let tx = tx.clone();
                     let budget = budget.clone();
@@ -471,6 +507,11 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                                 frame_len,
                                 bytes.len(),
                             );
+                            if reads_last_entry
+                                && reply.status() == crate::handlers::Status::NoEntry
+                            {
+                                o.read_last_entry_no_entry();
+                            }
                         }
                         // The encoded frame is a copy: do not keep the entry twice.
                         drop(reply);

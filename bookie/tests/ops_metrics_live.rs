@@ -141,6 +141,8 @@ fn labelled_ok(text: &str, name: &str) -> f64 {
 
 const ADDS: i64 = 200;
 const LEDGER: i64 = 5;
+/// Adds of [`blocking_load`], sent without waiting for their answers.
+const BLOCKED_ADDS: i64 = 20;
 
 /// Adds, reads (from the write cache, then from disk after a flush), a fence read, a long
 /// poll and one of every other request kind.
@@ -189,6 +191,55 @@ async fn load(port: u16) {
     assert_eq!(c.v2_fence(LEDGER + 1, key()).await.error, ErrorCode::Ok);
 }
 
+/// Requests that wait for the in-progress limits (one add, one read at a time): pipelined
+/// adds on one connection, and a read queued behind a long poll that holds the one read
+/// permit until its timeout. Then a fence of an unknown ledger, a last-entry read that
+/// answers no-entry.
+async fn blocking_load(port: u16) {
+    const BLOCKED_LEDGER: i64 = LEDGER + 2;
+    let mut c = Client::connect(([127, 0, 0, 1], port).into()).await;
+    for e in 0..BLOCKED_ADDS {
+        let add = bk_proto::v2::AddRequest::new(
+            Flags::NONE,
+            key(),
+            entry(BLOCKED_LEDGER, e, e - 1, &[1u8; 100]),
+        )
+        .expect("entry");
+        c.v2_send(bk_proto::v2::Request::AddEntry(add)).await;
+    }
+    for _ in 0..BLOCKED_ADDS {
+        match c.v2_recv().await {
+            bk_proto::v2::Response::AddEntry(r) => assert_eq!(r.error, ErrorCode::Ok),
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut v3c = Client::connect(([127, 0, 0, 1], port).into()).await;
+    v3c.v3_send(
+        None,
+        RequestBody::ReadEntry(v3::ReadRequest {
+            ledger_id: BLOCKED_LEDGER,
+            entry_id: -1,
+            previous_lac: Some(1000),
+            time_out: Some(300),
+            ..Default::default()
+        }),
+    )
+    .await;
+    v3c.v3_send(
+        None,
+        RequestBody::ReadEntry(v3::ReadRequest {
+            ledger_id: BLOCKED_LEDGER,
+            entry_id: 0,
+            ..Default::default()
+        }),
+    )
+    .await;
+    v3c.v3_recv().await;
+    v3c.v3_recv().await;
+    let r = c.v2_fence(LEDGER + 3, key()).await;
+    assert_eq!((r.error, r.entry_id), (ErrorCode::NoEntry, -1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loaded_bookie_exports_live_stock_series() {
     let mport = free_port();
@@ -199,16 +250,21 @@ async fn a_loaded_bookie_exports_live_stock_series() {
         "prometheusStatsHttpAddress=127.0.0.1",
         "--set",
         "flushInterval=200",
+        "--set",
+        "maxAddsInProgressLimit=1",
+        "--set",
+        "maxReadsInProgressLimit=1",
     ])
     .await;
     load(b.port).await;
+    blocking_load(b.port).await;
     // The flusher moves the entries into a segment (entries_count counts the index);
     // then the same reads come from disk through the read cache.
     let deadline = Instant::now() + Duration::from_secs(30);
     let text = loop {
         let (status, text) = get(mport, "/metrics").await.expect("metrics port");
         assert_eq!(status, 200);
-        if labelled(&text, "bookie_entries_count") >= (ADDS + 1) as f64 {
+        if labelled(&text, "bookie_entries_count") >= (ADDS + 1 + BLOCKED_ADDS) as f64 {
             break text;
         }
         assert!(Instant::now() < deadline, "never flushed:\n{text}");
@@ -221,7 +277,7 @@ async fn a_loaded_bookie_exports_live_stock_series() {
     let after = get(mport, "/metrics").await.unwrap().1;
 
     // Request path: processing and request stats of every kind sent.
-    let adds = (ADDS + 1) as f64;
+    let adds = (ADDS + 1 + BLOCKED_ADDS) as f64;
     assert_eq!(count(&text, "bookkeeper_server_ADD_ENTRY"), adds);
     assert_eq!(count(&text, "bookkeeper_server_ADD_ENTRY_REQUEST"), adds);
     assert_eq!(count(&text, "bookie_BOOKIE_ADD_ENTRY"), adds);
@@ -259,12 +315,33 @@ async fn a_loaded_bookie_exports_live_stock_series() {
         let line = format!("{op}_count{{success=\"true\",journalIndex=\"0\"}}");
         assert!(sample(&text, &line).unwrap_or(0.0) >= 1.0, "{op} stayed 0");
     }
+    // blocking_load: requests that waited for the in-progress limits, and are done.
+    for op in [
+        "bookkeeper_server_ADD_ENTRY_BLOCKED_WAIT",
+        "bookkeeper_server_READ_ENTRY_BLOCKED_WAIT",
+    ] {
+        assert!(count(&text, op) >= 1.0, "{op} stayed 0");
+    }
+    assert_eq!(
+        sample(&text, "bookkeeper_server_ADD_ENTRY_BLOCKED"),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&text, "bookkeeper_server_READ_ENTRY_BLOCKED"),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&text, "bookkeeper_server_READ_LAST_ENTRY_NOENTRY_ERROR"),
+        Some(1.0)
+    );
     assert!(sample(&text, "bookie_WRITE_BYTES").unwrap() >= 200_000.0);
     assert!(sample(&text, "bookie_READ_BYTES").unwrap() >= 200_000.0);
 
     // Storage: every read asks the write cache first; once flushed, the reads go through
     // the read cache (read-ahead makes most of them hits).
-    assert_eq!(labelled(&text, "bookie_ledgers_count"), 2.0);
+    // Three ledgers with entries; the fenced empty one counts once its state is flushed.
+    let ledgers = labelled(&text, "bookie_ledgers_count");
+    assert!((3.0..=4.0).contains(&ledgers), "{ledgers}");
     let write_cache =
         |t: &str| labelled(t, "bookie_write_cache_hits") + labelled(t, "bookie_write_cache_misses");
     let read_cache =
