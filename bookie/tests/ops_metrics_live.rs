@@ -310,6 +310,7 @@ async fn a_loaded_bookie_exports_live_stock_series() {
     }
     for op in [
         "bookie_journal_JOURNAL_ADD_ENTRY",
+        "bookie_journal_JOURNAL_FORCE_LEDGER",
         "bookie_journal_JOURNAL_SYNC",
     ] {
         let line = format!("{op}_count{{success=\"true\",journalIndex=\"0\"}}");

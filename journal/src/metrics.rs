@@ -46,8 +46,11 @@ pub struct JournalMetrics {
     pub bytes_written: AtomicU64,
     /// Groups written (= fdatasyncs issued by group commit).
     pub groups: AtomicU64,
-    /// Barriers (force-ledger) acknowledged. Stock: `bookie_journal_JOURNAL_FORCE_LEDGER`.
+    /// Barriers (force-ledger) acknowledged.
     pub barriers: AtomicU64,
+    /// Barrier (force-ledger) latency in µs, from admission to acknowledgement (success
+    /// only). Stock: `bookie_journal_JOURNAL_FORCE_LEDGER`.
+    pub force_ledger_latency_us: Mutex<Histogram<u64>>,
     /// Records acknowledged successfully.
     pub records_acked: AtomicU64,
     /// Segment files created (zero-filled) and recycled.
@@ -71,6 +74,7 @@ impl Default for JournalMetrics {
             bytes_written: AtomicU64::new(0),
             groups: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
+            force_ledger_latency_us: hist(),
             records_acked: AtomicU64::new(0),
             segments_created: AtomicU64::new(0),
             segments_recycled: AtomicU64::new(0),

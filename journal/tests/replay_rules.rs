@@ -112,6 +112,10 @@ fn barrier_waits_for_earlier_records() {
     let b = j.force_ledger(1);
     let sa = a.wait().unwrap();
     assert_eq!(b.wait().unwrap(), sa);
+    // Both barriers' latencies: bookie_journal_JOURNAL_FORCE_LEDGER.
+    let m = j.metrics(0).unwrap();
+    assert_eq!(m.force_ledger_latency_us.lock().len(), 2);
+    assert_eq!(m.append_latency_us.lock().len(), 1, "the append alone");
     j.shutdown();
 }
 

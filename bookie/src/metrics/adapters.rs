@@ -97,6 +97,11 @@ pub fn journal_collector(
             &hdr_summary!(m.queue_latency_us, 1000.0),
         );
         s.summary(
+            "bookie_journal_JOURNAL_FORCE_LEDGER",
+            &l,
+            &hdr_summary!(m.force_ledger_latency_us, 1000.0),
+        );
+        s.summary(
             "bookie_journal_JOURNAL_SYNC",
             &l,
             &hdr_summary!(m.sync_latency_us, 1000.0),

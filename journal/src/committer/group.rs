@@ -196,14 +196,19 @@ impl Committer {
         let acks: Vec<_> = self.gc.drain_acks().collect();
         {
             let mut lat = self.metrics.append_latency_us.lock();
+            // Locked only for a group that acknowledges a barrier (rare).
+            let mut barrier_lat = None;
             for ack in &acks {
                 if ack.result.is_ok() {
+                    let us =
+                        (now.saturating_duration_since(ack.enqueued).as_micros() as u64).max(1);
                     if ack.token.barrier {
                         barriers += 1;
+                        let h = barrier_lat
+                            .get_or_insert_with(|| self.metrics.force_ledger_latency_us.lock());
+                        let _ = h.record(us.min(3_600_000_000));
                     } else {
                         ok_records += 1;
-                        let us =
-                            (now.saturating_duration_since(ack.enqueued).as_micros() as u64).max(1);
                         let _ = lat.record(us.min(3_600_000_000));
                     }
                 }
