@@ -150,6 +150,10 @@ impl RequestObserver for MetricsObserver {
         self.0.gauge_add(Gauge::Connections, delta);
     }
 
+    fn channel_write(&self, took: Duration, ok: bool) {
+        self.0.op(metrics::Op::ChannelWrite).observe(took, ok);
+    }
+
     fn read_last_entry_no_entry(&self) {
         self.0.inc(Counter::ReadLastEntryNoEntryError);
     }
@@ -289,6 +293,18 @@ mod tests {
         assert_eq!(m.gauge_value(Gauge::ReadEntryBlocked), 0);
         assert_eq!(count(&m, Op::AddEntryBlockedWait), 1);
         assert_eq!(count(&m, Op::ReadEntryBlockedWait), 0);
+    }
+
+    #[test]
+    fn socket_writes_feed_channel_write() {
+        let m = Metrics::new();
+        let o = MetricsObserver(m.clone());
+        o.channel_write(Duration::from_millis(1), true);
+        o.channel_write(Duration::from_millis(1), false);
+        assert_eq!(count(&m, Op::ChannelWrite), 1);
+        assert!(m
+            .encode()
+            .contains("bookkeeper_server_CHANNEL_WRITE_count{success=\"false\"} 1\n"));
     }
 
     #[test]

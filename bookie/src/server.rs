@@ -148,6 +148,8 @@ pub trait RequestObserver: Send + Sync + 'static {
     fn unblocked(&self, _kind: RequestKind, _waited: Option<Duration>) {}
     /// A read of entry -1 (the last entry; plain, fencing or long poll) answered no-entry.
     fn read_last_entry_no_entry(&self) {}
+    /// One write of queued responses to the socket took `took` (`ok`: it succeeded).
+    fn channel_write(&self, _took: Duration, _ok: bool) {}
 }
 
 /// Shared by all connections.
@@ -401,7 +403,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         shared.config.send_bytes_total,
         shared.config.max_frame_bytes,
     );
-    let writer_task = tokio::spawn(write_responses(writer, rx));
+    let writer_task = tokio::spawn(write_responses(writer, rx, shared.observer.clone()));
     let conn_limits = shared.limits.connection();
     let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
     let mut protocol = codec::ConnectionProtocol::default();
@@ -641,13 +643,27 @@ fn exact_copy(buf: &BytesMut, capacity: usize) -> BytesMut {
 async fn write_responses(
     mut writer: tokio::net::tcp::OwnedWriteHalf,
     mut rx: mpsc::Receiver<Queued>,
+    observer: Option<Arc<dyn RequestObserver>>,
 ) {
     const COALESCE_BYTES: usize = 256 * 1024;
+    // One record per socket write (a batch of coalesced responses, or one large one).
+    async fn timed_write(
+        writer: &mut tokio::net::tcp::OwnedWriteHalf,
+        bytes: &[u8],
+        observer: &Option<Arc<dyn RequestObserver>>,
+    ) -> bool {
+        let started = std::time::Instant::now();
+        let ok = writer.write_all(bytes).await.is_ok();
+        if let Some(o) = observer {
+            o.channel_write(started.elapsed(), ok);
+        }
+        ok
+    }
     let mut out = BytesMut::new();
     let mut batch: Vec<Queued> = Vec::new();
     while let Some(first) = rx.recv().await {
         if first.bytes.len() >= COALESCE_BYTES {
-            if writer.write_all(&first.bytes).await.is_err() {
+            if !timed_write(&mut writer, &first.bytes, &observer).await {
                 return;
             }
             continue;
@@ -664,7 +680,7 @@ async fn write_responses(
                 Err(_) => break,
             }
         }
-        if writer.write_all(&out).await.is_err() {
+        if !timed_write(&mut writer, &out, &observer).await {
             return;
         }
         // Written: give the budget back.

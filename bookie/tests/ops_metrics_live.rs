@@ -320,6 +320,7 @@ async fn a_loaded_bookie_exports_live_stock_series() {
     for op in [
         "bookkeeper_server_ADD_ENTRY_BLOCKED_WAIT",
         "bookkeeper_server_READ_ENTRY_BLOCKED_WAIT",
+        "bookkeeper_server_CHANNEL_WRITE",
     ] {
         assert!(count(&text, op) >= 1.0, "{op} stayed 0");
     }
