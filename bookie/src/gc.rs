@@ -43,7 +43,7 @@ use crate::storage::real::RealStorage;
 /// One kind of compaction: its threshold, how often it is due, and how long a pass may
 /// run before it starts no further group (`None` = unbounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct CompactionKind {
+struct CompactionRule {
     threshold: f64,
     every: Duration,
     max_time: Option<Duration>,
@@ -53,8 +53,8 @@ struct CompactionKind {
 /// `minor/majorCompactionInterval`, `minor/majorCompactionMaxTimeMillis`; a threshold
 /// <= 0 or no interval disables one).
 pub struct CompactionSchedule {
-    minor: Option<CompactionKind>,
-    major: Option<CompactionKind>,
+    minor: Option<CompactionRule>,
+    major: Option<CompactionRule>,
 }
 
 impl CompactionSchedule {
@@ -62,7 +62,7 @@ impl CompactionSchedule {
         let pick = |threshold: f64, interval: Option<Duration>, max_time: Option<Duration>| {
             interval
                 .filter(|_| threshold > 0.0)
-                .map(|every| CompactionKind {
+                .map(|every| CompactionRule {
                     threshold: threshold.min(1.0),
                     every,
                     max_time,
@@ -390,7 +390,6 @@ mod tests {
             (None, None)
         );
     }
-
 
     fn options(extra: &str) -> Result<GcMetadataOptions, String> {
         let text = format!("metadataServiceUri=zk+hierarchical://localhost:2181/ledgers\n{extra}");
