@@ -239,15 +239,10 @@ pub fn entries_stored_on(data: &[u8], bookie_id: &str) -> Result<bool, String> {
             md.segment[i + 1].first_entry_id - 1
         };
         let index = index as i64;
-        let mut entry = first;
-        for _ in 0..e {
-            if entry > last {
-                break;
-            }
-            if (0..w).any(|k| (entry + k) % e == index) {
-                return Ok(true);
-            }
-            entry += 1;
+        // Java's `getFirstStoredEntryId`: the first `E` entries of the segment, at most.
+        let end = last.min(first.saturating_add(e - 1));
+        if (first..=end).any(|entry| (0..w).any(|k| (entry + k) % e == index)) {
+            return Ok(true);
         }
     }
     Ok(false)
