@@ -35,7 +35,7 @@ use crate::config::BookieConfig;
 use crate::gc_metadata::{self, OpRate, OverReplicationSchedule};
 use crate::gc_metadata_zk::ZkMetadata;
 use crate::gc_status::{CompactionKind, GcStatus};
-use crate::gc_trigger::GcTrigger;
+use crate::gc_trigger::{ForcedCompaction, GcTrigger};
 use crate::handlers::Bookie;
 use crate::registration::Registration;
 use crate::storage::real::RealStorage;
@@ -43,7 +43,7 @@ use crate::storage::real::RealStorage;
 /// One kind of compaction: its threshold, how often it is due, and how long a pass may
 /// run before it starts no further group (`None` = unbounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct CompactionPlan {
+struct CompactionRule {
     threshold: f64,
     every: Duration,
     max_time: Option<Duration>,
@@ -53,8 +53,12 @@ struct CompactionPlan {
 /// `minor/majorCompactionInterval`, `minor/majorCompactionMaxTimeMillis`; a threshold
 /// <= 0 or no interval disables one).
 pub struct CompactionSchedule {
-    minor: Option<CompactionPlan>,
-    major: Option<CompactionPlan>,
+    minor: Option<CompactionRule>,
+    major: Option<CompactionRule>,
+    /// What a forced round may run when the kind is off: with `forceAllowCompaction` and a
+    /// threshold in (0, 1), that kind (Java's `isForce{Major,Minor}CompactionAllow`).
+    forced_minor: Option<CompactionRule>,
+    forced_major: Option<CompactionRule>,
 }
 
 impl CompactionSchedule {
@@ -62,11 +66,20 @@ impl CompactionSchedule {
         let pick = |threshold: f64, interval: Option<Duration>, max_time: Option<Duration>| {
             interval
                 .filter(|_| threshold > 0.0)
-                .map(|every| CompactionPlan {
+                .map(|every| CompactionRule {
                     threshold: threshold.min(1.0),
                     every,
                     max_time,
                 })
+        };
+        let forced = |threshold: f64, max_time: Option<Duration>| {
+            (cfg.force_allow_compaction && threshold > 0.0 && threshold < 1.0).then_some(
+                CompactionRule {
+                    threshold,
+                    every: Duration::MAX,
+                    max_time,
+                },
+            )
         };
         CompactionSchedule {
             minor: pick(
@@ -77,6 +90,14 @@ impl CompactionSchedule {
             major: pick(
                 cfg.major_compaction_threshold,
                 cfg.major_compaction_interval,
+                cfg.major_compaction_max_time,
+            ),
+            forced_minor: forced(
+                cfg.minor_compaction_threshold,
+                cfg.minor_compaction_max_time,
+            ),
+            forced_major: forced(
+                cfg.major_compaction_threshold,
                 cfg.major_compaction_max_time,
             ),
         }
@@ -183,30 +204,46 @@ async fn remove_overreplicated(
     Ok(deleted)
 }
 
-/// Runs due compactions after a GC round (Java's GC thread does both in one loop).
+/// Runs due compactions after a GC round (Java's GC thread does both in one loop). A forced
+/// round (`forced`) runs major, else minor, compaction whatever the interval, as Java's
+/// `runWithFlags(force = true, ...)`, including a kind that is off when
+/// `forceAllowCompaction` allows it (gc_trigger.rs for what the ask may hold back).
 async fn compact_if_due(
     storage: &Arc<RealStorage>,
     schedule: &CompactionSchedule,
     status: &GcStatus,
+    forced: Option<ForcedCompaction>,
     last_minor: &mut Instant,
     last_major: &mut Instant,
     cancel: &Cancel,
 ) {
     let now = Instant::now();
-    // A suspended kind is not due (Java's `!suspendMajor` / `!suspendMinor`).
-    let major = schedule
-        .major
-        .filter(|_| !status.is_suspended(CompactionKind::Major));
-    let minor = schedule
-        .minor
-        .filter(|_| !status.is_suspended(CompactionKind::Minor));
+    // A kind held back is not due (Java's `!suspendMajor` / `!suspendMinor`): suspended by
+    // the operator, or for a forced round what its ask said (forceMajor / forceMinor).
+    let wanted = |kind: CompactionKind, asked: Option<Option<bool>>| match asked {
+        Some(Some(on)) => on,
+        _ => !status.is_suspended(kind),
+    };
+    let force = forced.is_some();
+    let major = if force {
+        schedule.major.or(schedule.forced_major)
+    } else {
+        schedule.major
+    }
+    .filter(|_| wanted(CompactionKind::Major, forced.map(|f| f.major)));
+    let minor = if force {
+        schedule.minor.or(schedule.forced_minor)
+    } else {
+        schedule.minor
+    }
+    .filter(|_| wanted(CompactionKind::Minor, forced.map(|f| f.minor)));
     let (kind, pass_kind) = match (major, minor) {
-        (Some(k), _) if now.duration_since(*last_major) >= k.every => {
+        (Some(k), _) if force || now.duration_since(*last_major) >= k.every => {
             *last_major = now;
             *last_minor = now;
             (k, CompactionKind::Major)
         }
-        (_, Some(k)) if now.duration_since(*last_minor) >= k.every => {
+        (_, Some(k)) if force || now.duration_since(*last_minor) >= k.every => {
             *last_minor = now;
             (k, CompactionKind::Minor)
         }
@@ -263,12 +300,13 @@ pub async fn gc_loop(
         if cancel.is_cancelled() {
             return;
         }
-        let _round = trigger.begin_round();
+        let round = trigger.begin_round();
         let _runtime = crate::metrics::gc_stats::GC_STATS.time_round();
         compact_if_due(
             &storage,
             &compaction,
             trigger.status(),
+            round.forced,
             &mut last_minor,
             &mut last_major,
             &cancel,

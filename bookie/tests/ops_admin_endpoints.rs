@@ -1,7 +1,8 @@
 //! The admin endpoints that act (not only read) on a real `bookie` binary registered in a real
 //! ZooKeeper: `sanity`, `ledger/read` and `ledger/delete`, `ledger/list?print_metadata`,
 //! `gc_details` with compaction passes counted and `gc/{suspend,resume}_compaction` stopping
-//! and restarting them, and the auto-recovery switches (`status` PUT,
+//! and restarting them, a forced `gc` running the compaction its body asks for
+//! (`forceMajor`/`forceMinor`, `forceAllowCompaction`), and the auto-recovery switches (`status` PUT,
 //! `list_under_replicated_ledger`, `lost_bookie_recovery_delay`, `trigger_audit`), each
 //! checked against what it must have changed in ZooKeeper or storage. The shapes against
 //! the stock Java bookie are checked by tests/interop's s14_admin_http.
@@ -426,4 +427,67 @@ async fn suspended_compaction_does_not_run_and_gc_details_counts_passes() {
         resumed.0 + resumed.1 > suspended.0 + suspended.1,
         "passes again after resume"
     );
+}
+
+/// `PUT /api/v1/bookie/gc` with `forceMajor` / `forceMinor` (Java's `TriggerGCService`):
+/// with both compaction kinds off (no interval) and `forceAllowCompaction=true`, a forced
+/// round runs the kind its body asks for, and `gc_details` counts that pass and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_gc_runs_the_compaction_its_body_asks_for() {
+    let Some(server) = zk_server("forced_gc_runs_the_compaction_its_body_asks_for") else {
+        return;
+    };
+    let obs = observer(server).await;
+    let root = "/adminforce/ledgers";
+    init_cluster(&obs, root, Some("force-instance")).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let node = tokio::task::block_in_place(|| {
+        spawn(
+            server,
+            root,
+            tmp.path(),
+            &[
+                "gcWaitTime=600000",
+                "majorCompactionInterval=0",
+                "majorCompactionThreshold=0.8",
+                "minorCompactionInterval=0",
+                "minorCompactionThreshold=0.2",
+                "forceAllowCompaction=true",
+            ],
+        )
+    });
+    let a = node.admin;
+    let counters = || {
+        let d = json_of(&call(a, "GET", "/api/v1/bookie/gc_details", "").1)[0].clone();
+        (
+            d["majorCompactionCounter"].as_u64().unwrap(),
+            d["minorCompactionCounter"].as_u64().unwrap(),
+        )
+    };
+    let forced = |body: &str| {
+        let (s, answer) = call(a, "PUT", "/api/v1/bookie/gc", body);
+        assert_eq!(s, 200, "{answer}");
+        let start = Instant::now();
+        while json_of(&call(a, "GET", "/api/v1/bookie/gc", "").1)["is_in_force_gc"] != "false" {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "forced GC never ended"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(counters(), (0, 0), "compaction is off on its schedule");
+    tokio::task::block_in_place(|| forced(r#"{"forceMajor": true, "forceMinor": false}"#));
+    assert_eq!(counters(), (1, 0), "one forced major pass");
+    tokio::task::block_in_place(|| forced(r#"{"forceMajor": "false", "forceMinor": "TRUE"}"#));
+    assert_eq!(counters(), (1, 1), "then one forced minor pass");
+    tokio::task::block_in_place(|| forced(r#"{"forceMajor": false, "forceMinor": false}"#));
+    assert_eq!(counters(), (1, 1), "neither asked: none");
+    let (s, body) = call(a, "PUT", "/api/v1/bookie/gc", "not json");
+    assert_eq!(s, 400, "{body}");
+    assert!(
+        body.starts_with("Failed to handle the request, exception: "),
+        "{body}"
+    );
+    drop(node);
 }

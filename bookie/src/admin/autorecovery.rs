@@ -19,8 +19,9 @@
 //!   (Java's `BookKeeperAdmin.triggerAudit`), nothing when replication is disabled or no
 //!   auditor is elected; 404 `Exception when do operation.<reason>` on a failed read.
 //!
-//! `bookie` (recover a bookie's ledgers) and `decommission` need a BookKeeper client that
-//! re-replicates ledgers; bookie-rs has none (501 from mod.rs, docs/config.md §2.2).
+//! `bookie` (recover a bookie's ledgers) needs a BookKeeper client that re-replicates
+//! ledgers; bookie-rs has none (501 from mod.rs, docs/config.md §2.2). `decommission` only
+//! waits on metadata: bookie/src/admin/decommission.rs.
 
 use std::collections::HashMap;
 
@@ -100,9 +101,9 @@ pub(super) async fn who_is_auditor(state: Shared, method: Method) -> Response {
 }
 
 /// One `urL` node: its ledger and the missing replicas it names.
-struct UnderReplicated {
-    ledger: i64,
-    replicas: Vec<String>,
+pub(super) struct UnderReplicated {
+    pub(super) ledger: i64,
+    pub(super) replicas: Vec<String>,
 }
 
 /// `GET /api/v1/autorecovery/list_under_replicated_ledger`.
@@ -149,7 +150,7 @@ pub(super) async fn list_under_replicated_ledger(
 /// Every `urL` node under `underreplication/ledgers`, breadth first as Java lists them. A node
 /// that vanishes during the walk is skipped (Java ignores NoNode too); any other failed read
 /// fails the listing.
-async fn under_replicated(zk: &Zk) -> Result<Vec<UnderReplicated>, String> {
+pub(super) async fn under_replicated(zk: &Zk) -> Result<Vec<UnderReplicated>, String> {
     let mut queue = std::collections::VecDeque::from([zk.path("underreplication/ledgers")]);
     let mut out = Vec::new();
     let mut visited = 0usize;
@@ -271,9 +272,19 @@ pub(super) async fn trigger_audit(state: Shared, method: Method) -> Response {
 }
 
 async fn trigger(zk: &Zk) -> Result<(), String> {
+    if let Err(why) = wake_auditor(zk).await? {
+        tracing::warn!("trigger_audit: {why}, nothing to do");
+    }
+    Ok(())
+}
+
+/// Java's `BookKeeperAdmin.triggerAudit`: rewrites the delay with its own value. The inner
+/// `Err` is Java's `UnavailableException` (auto-recovery disabled, or no auditor elected),
+/// which `trigger_audit` answers as done and decommission fails on; the outer one a failed
+/// ZooKeeper call or a missing election node.
+pub(super) async fn wake_auditor(zk: &Zk) -> Result<Result<(), &'static str>, String> {
     if zk.exists(&zk.path("underreplication/disable")).await? {
-        tracing::warn!("trigger_audit: auto-recovery is disabled, nothing to do");
-        return Ok(());
+        return Ok(Err("Autorecovery is disabled. So giving up!"));
     }
     // Java lists the election's children and fails when the election node is missing.
     let election = zk.path("underreplication/auditorelection");
@@ -283,9 +294,13 @@ async fn trigger(zk: &Zk) -> Result<(), String> {
         ));
     }
     if zk.auditor().await?.is_none() {
-        tracing::warn!("trigger_audit: no auditor elected, nothing to do");
-        return Ok(());
+        return Ok(Err(
+            "No auditor elected, though Autorecovery is enabled. So giving up.",
+        ));
     }
     let delay = read_delay(zk).await?;
-    zk.put(&delay_path(zk), delay.to_string().as_bytes()).await
+    tracing::info!("Resetting LostBookieRecoveryDelay value: {delay}, to kickstart audit task");
+    zk.put(&delay_path(zk), delay.to_string().as_bytes())
+        .await
+        .map(Ok)
 }

@@ -16,7 +16,9 @@
 //!   names (our `.jseg` journal segments and `.seg` entry-log segments; our index lives in the
 //!   segment footers, so "index files" is empty), `?file_type=journal|entrylog|index`;
 //! - `gc`: GET `{"is_in_force_gc": "<bool>"}` (a string, as Java); PUT forces a round (a JSON
-//!   string `"Triggered GC on BookieServer: <id>"`), 405 for other methods.
+//!   string `"Triggered GC on BookieServer: <id>"`); its optional body `{"forceMajor",
+//!   "forceMinor"}` says which compaction the forced round may run (gc_trigger.rs; a body
+//!   that is not a JSON object 400 as Java); 405 for other methods.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,7 @@ use serde_json::{json as j, Map, Value};
 
 use super::{json, not_started, text, wrong_method, Phase, Shared};
 use crate::config::mapping::storage_config;
+use crate::gc_trigger::ForcedCompaction;
 use crate::mode::ReadOnlyReason;
 
 /// `GET /api/v1/bookie/state`: answers 200 in every phase (the Helm liveness probe).
@@ -244,14 +247,23 @@ fn list_files(
 }
 
 /// `GET|PUT /api/v1/bookie/gc`.
-pub(super) async fn gc(state: Shared, method: Method) -> Response {
+pub(super) async fn gc(state: Shared, method: Method, body: Bytes) -> Response {
     match method {
         Method::GET => json(
             StatusCode::OK,
             &j!({ "is_in_force_gc": state.gc.is_in_force_gc().to_string() }),
         ),
         Method::PUT => {
-            if !state.gc.force() {
+            let compaction = match forced_compaction(&body) {
+                Ok(c) => c,
+                Err(e) => {
+                    return text(
+                        StatusCode::BAD_REQUEST,
+                        &format!("Failed to handle the request, exception: {e}"),
+                    )
+                }
+            };
+            if !state.gc.force_compaction(compaction) {
                 return text(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "GC is not running: off in standalone mode, or the bookie is not started yet",
@@ -267,4 +279,28 @@ pub(super) async fn gc(state: Shared, method: Method) -> Response {
             "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.",
         ),
     }
+}
+
+/// The `forceMajor` / `forceMinor` of a `PUT /api/v1/bookie/gc` body, read as Java's
+/// `TriggerGCService`: a blank body or a missing key leaves the kind to the operator's
+/// suspension; a value counts as true iff its text is `true` in any case
+/// (`Boolean.parseBoolean(value.toString())`); a body that is not a JSON object is a 400.
+fn forced_compaction(body: &[u8]) -> Result<ForcedCompaction, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ForcedCompaction::default());
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let Value::Object(map) = value else {
+        return Err(format!("not a JSON object: {value}"));
+    };
+    let flag = |key: &str| {
+        map.get(key).map(|v| match v {
+            Value::String(s) => s.eq_ignore_ascii_case("true"),
+            other => other.to_string().eq_ignore_ascii_case("true"),
+        })
+    };
+    Ok(ForcedCompaction {
+        major: flag("forceMajor"),
+        minor: flag("forceMinor"),
+    })
 }

@@ -205,6 +205,49 @@ pub fn ensembles(data: &[u8]) -> Result<LedgerEnsembles, String> {
     })
 }
 
+/// Whether ledger metadata `data` says some entry of the ledger is stored on `bookie_id`,
+/// decided as Java's `BookKeeperAdmin.areEntriesOfLedgerStoredInTheBookie` (what decommission
+/// waits on): for each segment whose ensemble holds the bookie, the last segment of a closed
+/// ledger that got no entry stores nothing; the last segment of a ledger not closed, or any
+/// segment when ensemble size = write quorum, stores on every member; otherwise the bookie
+/// stores an entry of the segment iff round-robin striping (entry `e` on ensemble indexes
+/// `(e + i) % E`, `i < W`) puts one of its first `E` entries on the bookie's index.
+pub fn entries_stored_on(data: &[u8], bookie_id: &str) -> Result<bool, String> {
+    let (_, md) = decode(data)?;
+    let closed = md.state == 3;
+    let last_entry = md.last_entry_id.unwrap_or(-1);
+    let (e, w) = (i64::from(md.ensemble_size), i64::from(md.quorum_size));
+    let n = md.segment.len();
+    for (i, seg) in md.segment.iter().enumerate() {
+        let Some(index) = seg.ensemble_member.iter().position(|m| m == bookie_id) else {
+            continue;
+        };
+        let last_segment = i + 1 == n;
+        let first = seg.first_entry_id;
+        if last_segment && closed && last_entry < first {
+            continue;
+        }
+        if (last_segment && !closed) || e == w {
+            return Ok(true);
+        }
+        if e <= 0 {
+            return Err(format!("ensemble size {e}"));
+        }
+        let last = if last_segment {
+            last_entry
+        } else {
+            md.segment[i + 1].first_entry_id - 1
+        };
+        let index = index as i64;
+        // Java's `getFirstStoredEntryId`: the first `E` entries of the segment, at most.
+        let end = last.min(first.saturating_add(e - 1));
+        if (first..=end).any(|entry| (0..w).any(|k| (entry + k) % e == index)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
 /// `ctime` is -1 when the metadata stores none (clients store it only with
 /// `storeSystemtimeAsLedgerCreationTime`); see [`to_json_with_znode_ctime`].

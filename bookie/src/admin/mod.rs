@@ -9,7 +9,8 @@
 //! `sanity` (write and read a ledger here), `cluster` (bookie listings from ZooKeeper),
 //! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
 //! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
-//! (entries from this bookie's storage), `autorecovery`, `config`; `zk` the bounded
+//! (entries from this bookie's storage), `autorecovery`, `decommission` (waits until a
+//! bookie's ledgers moved off it), `config`; `zk` the bounded
 //! ZooKeeper calls; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
@@ -29,6 +30,7 @@ mod bookie_info;
 mod cluster;
 mod compaction;
 mod config;
+mod decommission;
 mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
@@ -188,6 +190,10 @@ pub fn router(state: Arc<AdminState>) -> Router {
             "/api/v1/autorecovery/trigger_audit",
             any(autorecovery::trigger_audit),
         )
+        .route(
+            "/api/v1/autorecovery/decommission",
+            any(decommission::decommission),
+        )
         .merge(not_built())
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -199,14 +205,13 @@ pub fn router(state: Arc<AdminState>) -> Router {
 /// (docs/config.md §2.2): `expand_storage` adds ledger directories to a running bookie (ours
 /// takes new directories only at start, with a cookie update); `entry_location_compact`
 /// compacts DbLedgerStorage's RocksDB location index (ours has none: the index lives in the
-/// segment footers); `autorecovery/bookie` and `autorecovery/decommission` re-replicate
-/// ledgers through a BookKeeper client (bookie-rs has no client; run the stock
-/// `bookkeeper shell recover` / `decommissionbookie`, which work against bookie-rs).
+/// segment footers); `autorecovery/bookie` re-replicates ledgers through a BookKeeper
+/// client (bookie-rs has no client; run the stock `bookkeeper shell recover`, which works
+/// against bookie-rs).
 pub const NOT_BUILT: &[&str] = &[
     "/api/v1/bookie/expand_storage",
     "/api/v1/bookie/entry_location_compact",
     "/api/v1/autorecovery/bookie",
-    "/api/v1/autorecovery/decommission",
 ];
 
 fn not_built() -> Router<Arc<AdminState>> {

@@ -206,7 +206,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("compactionRateByBytes", H("bytes copied per second by compaction when isThrottleByBytes=true")),
     ("isThrottleByBytes", H("compaction is limited by compactionRateByBytes instead of compactionRateByEntries")),
     ("compactionMaxOutstandingRequests", N("Java's batch of index updates during compaction: a segment's index switches at once, after its copy is durable")),
-    ("forceAllowCompaction", N("forced compaction is not implemented: PUT /api/v1/bookie/gc forces a GC round only, compaction keeps its schedule")),
+    ("forceAllowCompaction", H("a forced GC round (PUT /api/v1/bookie/gc) also runs a compaction kind that is off (no interval), when its threshold is in (0, 1)")),
     ("isForceGCAllowWhenNoSpace", N("a full disk does not start an early GC or compaction round: they keep their schedule")),
     ("useTransactionalCompaction", N("compaction is always crash-safe: the new segment is durable before the index switches to it")),
     ("useTargetEntryLogSizeForGc", N("compaction picks segments by the live fraction of their own size, and merges small segments instead")),

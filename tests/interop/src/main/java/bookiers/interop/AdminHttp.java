@@ -75,9 +75,7 @@ final class AdminHttp {
             Map.entry("PUT /api/v1/bookie/entry_location_compact",
                     "not built (501): no RocksDB location index to compact"),
             Map.entry("PUT /api/v1/autorecovery/bookie",
-                    "not built (501): recovery runs in a BookKeeper client; use `bookkeeper shell recover`"),
-            Map.entry("PUT /api/v1/autorecovery/decommission",
-                    "not built (501): decommission runs in a BookKeeper client; use `bookkeeper shell decommissionbookie`"));
+                    "not built (501): recovery runs in a BookKeeper client; use `bookkeeper shell recover`"));
 
     /** Requests whose whole answer (JSON tree, or text) must be equal, not just the keys. */
     static final java.util.Set<String> SAME_VALUES = java.util.Set.of(
