@@ -550,7 +550,7 @@ async fn expand_storage_checks_cookies_as_start_up_does() {
         let root = format!("/adminexpand{allow}/ledgers");
         init_cluster(&obs, &root, Some("expand-instance")).await;
         let tmp = tempfile::tempdir().unwrap();
-        let ledgers = vec![tmp.path().join("l1"), tmp.path().join("l2")];
+        let ledgers = [tmp.path().join("l1"), tmp.path().join("l2")];
         let list = format!("{},{}", ledgers[0].display(), ledgers[1].display());
         let set = format!("allowStorageExpansion={allow}");
         let node = tokio::task::block_in_place(|| {
