@@ -122,6 +122,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         addr.bookie_id.clone(),
         metrics.clone(),
     );
+    admin_state.set_bookie_address(addr.clone());
     let listeners = match admin::start_from_config(&cfg, admin_state.clone()).await {
         Ok(l) => Some(l),
         Err(e) => {

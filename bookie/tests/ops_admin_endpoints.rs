@@ -3,7 +3,9 @@
 //! `gc_details` with compaction passes counted and `gc/{suspend,resume}_compaction` stopping
 //! and restarting them, a forced `gc` running the compaction its body asks for
 //! (`forceMajor`/`forceMinor`, `forceAllowCompaction`), and the auto-recovery switches (`status` PUT,
-//! `list_under_replicated_ledger`, `lost_bookie_recovery_delay`, `trigger_audit`), each
+//! `list_under_replicated_ledger`, `lost_bookie_recovery_delay`, `trigger_audit`),
+//! `expand_storage` (the start-up cookie check again: what it accepts, refuses and rewrites)
+//! and `entry_location_compact` (Java's answers without a location database), each
 //! checked against what it must have changed in ZooKeeper or storage. The shapes against
 //! the stock Java bookie are checked by tests/interop's s14_admin_http.
 //!
@@ -76,10 +78,22 @@ impl Drop for Node {
 }
 
 fn spawn(server: &ZkServer, root: &str, dir: &std::path::Path, extra: &[&str]) -> Node {
+    spawn_with_args(server, root, dir, extra, &[])
+}
+
+/// [`spawn`] with more flags after `--data-dir` (e.g. `--ledger-dirs`, which wins over it).
+fn spawn_with_args(
+    server: &ZkServer,
+    root: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+    args: &[&str],
+) -> Node {
     let (port, http_port) = (free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bookie"));
     cmd.args(["--data-dir", &dir.display().to_string()])
-        .args(["--port", &port.to_string()]);
+        .args(["--port", &port.to_string()])
+        .args(args);
     let mut sets = vec![
         format!(
             "metadataServiceUri=zk+hierarchical://{}{root}",
@@ -490,4 +504,139 @@ async fn forced_gc_runs_the_compaction_its_body_asks_for() {
         "{body}"
     );
     drop(node);
+}
+
+/// The cookies as they are now: the ZooKeeper cookie's bytes and every dir's `VERSION`.
+async fn cookies_now(
+    obs: &zookeeper_client::Client,
+    znode: &str,
+    dirs: &[std::path::PathBuf],
+) -> Vec<Vec<u8>> {
+    let mut out = vec![obs.get_data(znode).await.unwrap().0];
+    for d in dirs {
+        out.push(std::fs::read(d.join("current/VERSION")).unwrap());
+    }
+    out
+}
+
+/// `znode`'s cookie with its ledger dirs replaced by `ledgers` (written behind the bookie's back).
+async fn rewrite_ledger_dirs(
+    obs: &zookeeper_client::Client,
+    znode: &str,
+    ledgers: &[std::path::PathBuf],
+) {
+    let (bytes, stat) = obs.get_data(znode).await.unwrap();
+    let mut c = bookie::cookie::Cookie::parse(&bytes, znode).unwrap();
+    c.ledger_dirs = bookie::cookie::encode_dirs(ledgers);
+    obs.set_data(znode, c.to_text().as_bytes(), Some(stat.version))
+        .await
+        .unwrap();
+}
+
+/// `expand_storage` runs start-up's cookie check on the running bookie: 200 on matching
+/// cookies; 500 when the ZooKeeper cookie was changed behind the bookie's back, writing
+/// nothing, unless `allowStorageExpansion=true` and the stored ledger dirs are a subset of
+/// the configured ones (then every cookie is rewritten to the configuration's, as at
+/// start-up). `entry_location_compact` answers as a Java bookie without a location database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expand_storage_checks_cookies_as_start_up_does() {
+    let Some(server) = zk_server("expand_storage_checks_cookies_as_start_up_does") else {
+        return;
+    };
+    let obs = observer(server).await;
+    let expand = "/api/v1/bookie/expand_storage";
+    let failure = "Exception while updating cookie for storage expansion";
+    for allow in [false, true] {
+        let root = format!("/adminexpand{allow}/ledgers");
+        init_cluster(&obs, &root, Some("expand-instance")).await;
+        let tmp = tempfile::tempdir().unwrap();
+        let ledgers = [tmp.path().join("l1"), tmp.path().join("l2")];
+        let list = format!("{},{}", ledgers[0].display(), ledgers[1].display());
+        let set = format!("allowStorageExpansion={allow}");
+        let node = tokio::task::block_in_place(|| {
+            spawn_with_args(
+                server,
+                &root,
+                tmp.path(),
+                &[&set],
+                &["--ledger-dirs", &list],
+            )
+        });
+        let a = node.admin;
+        let znode = format!("{root}/cookies/127.0.0.1:{}", node.port);
+        let mut dirs = vec![tmp.path().join("journal")];
+        dirs.extend(ledgers.iter().cloned());
+        let good = cookies_now(&obs, &znode, &dirs).await;
+
+        assert_eq!(
+            call(a, "GET", expand, ""),
+            (404, "Not found method. Should be PUT method".into())
+        );
+        assert_eq!(
+            call(a, "PUT", expand, ""),
+            (200, "Success expand storage".into()),
+            "allowStorageExpansion={allow}: matching cookies"
+        );
+        assert_eq!(
+            cookies_now(&obs, &znode, &dirs).await,
+            good,
+            "nothing to rewrite"
+        );
+
+        // Another dir list in ZooKeeper: refused whatever the expansion rules, nothing written.
+        rewrite_ledger_dirs(&obs, &znode, &[ledgers[0].clone(), tmp.path().join("l3")]).await;
+        let changed = cookies_now(&obs, &znode, &dirs).await;
+        assert_eq!(call(a, "PUT", expand, ""), (500, failure.into()));
+        assert_eq!(
+            cookies_now(&obs, &znode, &dirs).await,
+            changed,
+            "nothing written"
+        );
+
+        // A subset of the configured dirs: an expansion, allowed only with the key.
+        rewrite_ledger_dirs(&obs, &znode, &ledgers[..1]).await;
+        let subset = cookies_now(&obs, &znode, &dirs).await;
+        if allow {
+            assert_eq!(
+                call(a, "PUT", expand, ""),
+                (200, "Success expand storage".into())
+            );
+            assert_eq!(
+                cookies_now(&obs, &znode, &dirs).await,
+                good,
+                "the ZooKeeper cookie lists every configured dir again"
+            );
+        } else {
+            assert_eq!(call(a, "PUT", expand, ""), (500, failure.into()));
+            assert_eq!(
+                cookies_now(&obs, &znode, &dirs).await,
+                subset,
+                "nothing written"
+            );
+        }
+
+        // No cookie in ZooKeeper while every dir has one: refused, none created.
+        let version = obs.get_data(&znode).await.unwrap().1.version;
+        obs.delete(&znode, Some(version)).await.unwrap();
+        assert_eq!(call(a, "PUT", expand, ""), (500, failure.into()));
+        assert_eq!(obs.check_stat(&znode).await.unwrap(), None, "not recreated");
+
+        // No location database: Java's answers for a storage without one.
+        let elc = "/api/v1/bookie/entry_location_compact";
+        let (s, body) = call(a, "GET", elc, "");
+        assert_eq!((s, json_of(&body)), (200, json!({})));
+        let (s, body) = call(a, "PUT", elc, r#"{"entryLocationRocksDBCompact":true}"#);
+        assert_eq!(
+            (s, json_of(&body)),
+            (
+                200,
+                json!(format!(
+                    "Triggered entry Location RocksDB compact on bookie:127.0.0.1:{}",
+                    node.port
+                ))
+            )
+        );
+        assert_eq!(call(a, "PUT", elc, "").0, 400);
+        assert_eq!(call(a, "DELETE", elc, "").0, 405);
+    }
 }

@@ -369,10 +369,18 @@ fn helm_probes_and_json_shapes_on_a_ready_bookie() {
     );
     assert_eq!(http(a, "POST", "/metrics", "").unwrap().0, 403);
     assert_eq!(get(a, "/heartbeat"), (200, "OK\n".to_string()));
-    // Java's wrong-method answer (404), a path it does not know (404), one we do not build (501).
+    // Java's wrong-method answers (404), a path it does not know (404).
     assert_eq!(http(a, "POST", "/api/v1/bookie/state", "").unwrap().0, 404);
     assert_eq!(get(a, "/api/v1/bookie/nope").0, 404);
-    assert_eq!(get(a, "/api/v1/bookie/expand_storage").0, 501);
+    assert_eq!(
+        get(a, "/api/v1/bookie/expand_storage"),
+        (404, "Not found method. Should be PUT method".to_string())
+    );
+    // Standalone: start-up's check of the directories alone, again.
+    assert_eq!(
+        http(a, "PUT", "/api/v1/bookie/expand_storage", "").unwrap(),
+        (200, "Success expand storage".to_string())
+    );
 
     assert!(bookie.stop().success());
 }

@@ -10,7 +10,9 @@
 //! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
 //! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
 //! (entries from this bookie's storage), `autorecovery`, `decommission` (waits until a
-//! bookie's ledgers moved off it), `config`; `zk` the bounded
+//! bookie's ledgers moved off it), `expand_storage` (the start-up cookie check, again),
+//! `entry_location` (Java's answers for a storage without a location index), `config`;
+//! `zk` the bounded
 //! ZooKeeper calls; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
@@ -31,6 +33,8 @@ mod cluster;
 mod compaction;
 mod config;
 mod decommission;
+mod entry_location;
+mod expand_storage;
 mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
@@ -51,7 +55,7 @@ use crate::config::BookieConfig;
 use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::metrics::Metrics;
-use crate::registration::Registration;
+use crate::registration::{BookieAddress, Registration};
 
 pub use listener::{start_from_config, AdminListeners};
 
@@ -75,6 +79,10 @@ pub struct AdminState {
     phase: AtomicU8,
     bookie: OnceLock<Arc<Bookie>>,
     registration: OnceLock<Arc<Registration>>,
+    /// The address start-up derived (its id and the alternate ids the cookie check reads).
+    address: OnceLock<BookieAddress>,
+    /// One `expand_storage` cookie check at a time.
+    cookie_check: tokio::sync::Mutex<()>,
     gc: Arc<GcTrigger>,
 }
 
@@ -87,6 +95,8 @@ impl AdminState {
             phase: AtomicU8::new(Phase::Starting as u8),
             bookie: OnceLock::new(),
             registration: OnceLock::new(),
+            address: OnceLock::new(),
+            cookie_check: tokio::sync::Mutex::new(()),
             gc: Arc::new(GcTrigger::default()),
         })
     }
@@ -116,6 +126,12 @@ impl AdminState {
     /// The ZooKeeper registration, once connected (set once; never in standalone mode).
     pub fn set_registration(&self, registration: Arc<Registration>) {
         let _ = self.registration.set(registration);
+    }
+
+    /// The bookie address start-up derived and checked the cookies with (set once, before
+    /// the cookie check; `expand_storage` checks them again with it).
+    pub fn set_bookie_address(&self, address: BookieAddress) {
+        let _ = self.address.set(address);
     }
 
     /// The trigger the GC loop serves (`PUT /api/v1/bookie/gc`).
@@ -163,6 +179,14 @@ pub fn router(state: Arc<AdminState>) -> Router {
             any(compaction::resume),
         )
         .route("/api/v1/bookie/sanity", any(sanity::sanity))
+        .route(
+            "/api/v1/bookie/expand_storage",
+            any(expand_storage::expand_storage),
+        )
+        .route(
+            "/api/v1/bookie/entry_location_compact",
+            any(entry_location::entry_location_compact),
+        )
         .route("/api/v1/bookie/list_bookies", any(cluster::list_bookies))
         .route(
             "/api/v1/bookie/list_bookie_info",
@@ -202,17 +226,10 @@ pub fn router(state: Arc<AdminState>) -> Router {
 
 /// The stock 4.17 paths bookie-rs does not serve: 501 with the path named, so a caller
 /// tells "not built" from "no such path" (404) and from a failure. Why each is not built
-/// (docs/config.md §2.2): `expand_storage` adds ledger directories to a running bookie (ours
-/// takes new directories only at start, with a cookie update); `entry_location_compact`
-/// compacts DbLedgerStorage's RocksDB location index (ours has none: the index lives in the
-/// segment footers); `autorecovery/bookie` re-replicates ledgers through a BookKeeper
+/// (docs/config.md §2.2): `autorecovery/bookie` re-replicates ledgers through a BookKeeper
 /// client (bookie-rs has no client; run the stock `bookkeeper shell recover`, which works
 /// against bookie-rs).
-pub const NOT_BUILT: &[&str] = &[
-    "/api/v1/bookie/expand_storage",
-    "/api/v1/bookie/entry_location_compact",
-    "/api/v1/autorecovery/bookie",
-];
+pub const NOT_BUILT: &[&str] = &["/api/v1/autorecovery/bookie"];
 
 fn not_built() -> Router<Arc<AdminState>> {
     let mut r = Router::new();

@@ -67,13 +67,11 @@ final class AdminHttp {
             // the key names the journal, so it differs by construction.
             Map.entry("GET /api/v1/bookie/last_log_mark",
                     "the key names the journal file: Java <id>(<hex>.txn), ours <id>(<hex>)"),
-            // Not built: re-replication needs a BookKeeper client; storage layout differs.
-            Map.entry("PUT /api/v1/bookie/expand_storage",
-                    "not built (501): ledger directories are added at start-up only"),
+            // The keys are the Java bookie's own RocksDB location paths (DbLedgerStorage); we
+            // have no location DB and answer {}, as Java does over a storage without one.
             Map.entry("GET /api/v1/bookie/entry_location_compact",
-                    "not built (501): no RocksDB location index to compact"),
-            Map.entry("PUT /api/v1/bookie/entry_location_compact",
-                    "not built (501): no RocksDB location index to compact"),
+                    "keys are Java's RocksDB location paths; ours {} (no location DB, as Java's storages without one)"),
+            // Not built: re-replication needs a BookKeeper client.
             Map.entry("PUT /api/v1/autorecovery/bookie",
                     "not built (501): recovery runs in a BookKeeper client; use `bookkeeper shell recover`"));
 
@@ -178,6 +176,12 @@ final class AdminHttp {
             a.both("PUT", "/api/v1/bookie/expand_storage", "");
             a.both("GET", "/api/v1/bookie/entry_location_compact", null);
             a.both("PUT", "/api/v1/bookie/entry_location_compact", "{\"entryLocationRocksDBCompact\":true}");
+            a.both("GET", "/api/v1/bookie/expand_storage", null);
+            a.both("PUT", "/api/v1/bookie/entry_location_compact", "");
+            a.both("PUT", "/api/v1/bookie/entry_location_compact", "{\"entryLocationRocksDBCompact\":false}");
+            a.both("PUT", "/api/v1/bookie/entry_location_compact",
+                    "{\"entryLocationRocksDBCompact\":true,\"entryLocations\":\"/no/such/locations\"}");
+            a.both("PUT", "/api/v1/bookie/entry_location_compact", "{not json");
             a.both("GET", "/api/v1/ledger/list", null);
             a.both("GET", "/api/v1/ledger/list?print_metadata=true", null);
             a.both("GET", "/api/v1/ledger/list?print_metadata=true&decode_meta=true", null);
