@@ -9,10 +9,15 @@
 //! - every segment the newest ledger-state file lists (format version 2,
 //!   `format::SegmentRecord`) exists with the recorded length, else `Error::Corruption`
 //!   naming the segment file. Segments on disk that it does not list are newer than it
-//!   and are loaded as usual; a version-1 file (no list) skips this check.
+//!   and are loaded as usual; a version-1 file (no list) skips this check;
+//! - upgrade: a version-1 file is replaced during `EntryLog::open` by one listing every
+//!   segment found (and loaded) there, logged, so from the first start of this version
+//!   on a lost segment is detected, even if the bookie stops before its next flush.
+//!   A segment lost before that start cannot be detected (nothing recorded it); refusing
+//!   every upgrade instead would make the check unusable.
 
 use crate::format::StateFile;
-use crate::{segment, Error, Result, STATE_FILE};
+use crate::{segment, Error, Result, Shared, STATE_FILE};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -83,4 +88,17 @@ pub(crate) fn check_recorded_segments(
         }
     }
     Ok(())
+}
+
+/// Upgrade from a ledger-state file without a segment list: writes one that lists
+/// every segment loaded at this start (module docs).
+pub(crate) fn record_after_upgrade(shared: &Shared) -> Result<()> {
+    let segments = shared.inner.lock().index.segments.len();
+    tracing::info!(
+        segments,
+        "{STATE_FILE} has no segment list (format 1, written before this version): \
+         recording the segments found now, so that a segment lost from here on refuses \
+         start-up"
+    );
+    shared.persist_state(false)
 }
