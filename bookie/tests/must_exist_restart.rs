@@ -3,7 +3,7 @@
 //! delete one file, start it again. A deleted entry-log segment or a deleted
 //! `ledgers.state` must refuse start-up, the refusal naming the file; the bookie must
 //! never come up answering "no such entry" for acknowledged entries, or accepting adds
-//! to a ledger fenced before the stop.
+//! to a ledger fenced before the stop. `bookie inspect verify` reports the lost segment.
 //!
 //! Both failed on the code before `entrylog/src/must_exist.rs` (checks disabled): the
 //! bookie started, entry 0 answered 2 (NoEntry) and the fenced ledger took an add (0).
@@ -169,8 +169,34 @@ async fn deleted_segment_refuses_start_up_naming_the_file() {
     files_named(dir.path(), &|n| n.ends_with(".seg"), &mut segs);
     assert!(!segs.is_empty(), "the final flush wrote no segment");
     segs.sort();
+    let (code, out) = verify(dir.path());
+    assert_eq!(code, 0, "verify before the damage: {out}");
     std::fs::remove_file(&segs[0]).unwrap();
     assert_refused_naming(dir.path(), port, &segs[0]).await;
+    // The offline check names the lost file the same way.
+    let (code, out) = verify(dir.path());
+    assert_eq!(code, 1, "{out}");
+    let line = format!(
+        "PROBLEM: file={}: listed in the ledger state but missing",
+        segs[0].display()
+    );
+    assert!(out.contains(&line), "{out}");
+}
+
+/// `bookie inspect --data-dir <data> verify`: (exit code, stdout).
+fn verify(data: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .arg("inspect")
+        .arg("--data-dir")
+        .arg(data)
+        .arg("verify")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bookie inspect");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
