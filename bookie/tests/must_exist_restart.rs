@@ -4,6 +4,8 @@
 //! `ledgers.state` must refuse start-up, the refusal naming the file; the bookie must
 //! never come up answering "no such entry" for acknowledged entries, or accepting adds
 //! to a ledger fenced before the stop. `bookie inspect verify` reports the lost segment.
+//! A deleted journal `checkpoint` refuses start-up too (the journal's own check, pinned
+//! here as the same user-level fault).
 //!
 //! Both failed on the code before `entrylog/src/must_exist.rs` (checks disabled): the
 //! bookie started, entry 0 answered 2 (NoEntry) and the fenced ledger took an add (0).
@@ -228,4 +230,20 @@ async fn an_undamaged_restart_serves_and_keeps_the_fence() {
     assert_eq!(r.error, ErrorCode::Fenced);
     signal(&mut child, libc::SIGKILL);
     let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_journal_checkpoint_refuses_start_up_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    stopped_bookie(dir.path(), port).await;
+    let mut cps = Vec::new();
+    files_named(
+        &dir.path().join("journal"),
+        &|n| n == "checkpoint",
+        &mut cps,
+    );
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    std::fs::remove_file(&cps[0]).unwrap();
+    assert_refused_naming(dir.path(), port, &cps[0]).await;
 }
