@@ -12,7 +12,8 @@
 //!   and are loaded as usual; a version-1 file (no list) skips this check;
 //! - upgrade: a version-1 file is replaced during `EntryLog::open` by one listing every
 //!   segment found (and loaded) there, logged, so from the first start of this version
-//!   on a lost segment is detected, even if the bookie stops before its next flush.
+//!   on a lost segment is detected, even if the bookie stops before its next flush
+//!   (on a full disk: from the next state write that finds room).
 //!   A segment lost before that start cannot be detected (nothing recorded it); refusing
 //!   every upgrade instead would make the check unusable.
 
@@ -91,7 +92,9 @@ pub(crate) fn check_recorded_segments(
 }
 
 /// Upgrade from a ledger-state file without a segment list: writes one that lists
-/// every segment loaded at this start (module docs).
+/// every segment loaded at this start (module docs). A full disk does not stop
+/// start-up (it never does): the list then comes with the next state write that finds
+/// room, and until then a lost segment goes undetected, as before the upgrade.
 pub(crate) fn record_after_upgrade(shared: &Shared) -> Result<()> {
     let segments = shared.inner.lock().index.segments.len();
     tracing::info!(
@@ -100,5 +103,15 @@ pub(crate) fn record_after_upgrade(shared: &Shared) -> Result<()> {
          recording the segments found now, so that a segment lost from here on refuses \
          start-up"
     );
-    shared.persist_state(false)
+    match shared.persist_state(false) {
+        Err(e) if e.is_no_space() => {
+            tracing::warn!(
+                error = %e,
+                "no room to record the segment list in {STATE_FILE} at start-up; \
+                 it is written with the next state write that finds room"
+            );
+            Ok(())
+        }
+        r => r,
+    }
 }

@@ -366,3 +366,26 @@ fn an_upgraded_state_file_lists_the_segments_from_the_first_start() {
     remove_durably(&fs, &files[1]);
     assert_eq!(refused_path(reopen(&fs)), files[1]);
 }
+
+#[test]
+fn an_upgrade_on_a_full_disk_still_starts_and_lists_the_segments_later() {
+    let fs = SimFs::new(5);
+    let log = EntryLog::open(dirs(), small_config(), sim_factory(&fs)).unwrap();
+    add_flushed(&log, 1, 0..20);
+    drop(log);
+    let old = as_format_1(&durable_state(&fs));
+    bk_disk::small_file::replace_file(&mut fs.disk(), &state_path(), &old, false).unwrap();
+
+    fs.set_faults(bk_disk::Faults {
+        enospc: 1.0,
+        ..Default::default()
+    });
+    let log = reopen(&fs).unwrap_or_else(|e| panic!("a full disk refused the upgrade: {e}"));
+    assert_entries(&log, 1, 0..20, "full disk");
+    assert_eq!(durable_state(&fs).segments, None, "written on a full disk?");
+
+    fs.set_faults(bk_disk::Faults::default());
+    log.check_disk_usage().unwrap();
+    add_flushed(&log, 2, 0..5);
+    assert_eq!(listed(&fs).len(), 2, "the next state write has no list");
+}
