@@ -4,7 +4,8 @@
 //! - A flush syncs and renames its segment before the state write that lists it: a
 //!   crash between the two (or before the rename) starts normally; the segment is
 //!   loaded unlisted and listed by the next state write.
-//! - GC and compaction write a state without a segment before they unlink it: a crash
+//! - GC and compaction write a state without a segment before they unlink it (and
+//!   compaction writes its output before that state): a crash
 //!   between the two starts normally, the leftover file is removed at start-up and the
 //!   deleted ledger stays deleted; a crash at that state write starts normally too.
 //!   (The reverse order, unlink then state, fails both: a crash at the unlink brings
@@ -318,6 +319,56 @@ fn crash_at_the_state_write_of_a_segment_removal() {
         Arc::new(|c| matches!(c, Call::Open(p) if name(p) == "ledgers.state.tmp")),
         false,
         "crash at the state write of the removal",
+    );
+}
+
+/// Power loss while compaction replaces ledger 1's segments (entry 5 re-added later,
+/// so its first copy is dead), at `point`. Compaction returned an error, so nothing it
+/// did was promised; every entry must read back, and no start may be refused.
+fn crash_in_compaction(point: Point, ctx: &str) {
+    let fs = SimFs::new(13);
+    let c = crash_at(&fs, point);
+    let log = EntryLog::open(dirs(), small_config(), c.factory.clone()).unwrap();
+    add_flushed(&log, 1, 0..20);
+    let dup = entry(1, 5, 4, 500, 77);
+    log.add_entry(1, 5, dup.clone()).unwrap();
+    log.flush().unwrap();
+    c.armed.store(true, Ordering::SeqCst);
+    assert!(
+        log.compact(Some(0.99)).is_err(),
+        "{ctx}: compaction survived"
+    );
+    assert!(
+        c.hit.load(Ordering::SeqCst),
+        "{ctx}: crash point never reached"
+    );
+    drop(log);
+    let log = reopen(&fs).unwrap_or_else(|e| panic!("{ctx}: false refusal: {e}"));
+    for e in 0..20 {
+        let got = log.get_entry(1, EntrySelector::Id(e)).unwrap();
+        assert_eq!(
+            got,
+            if e == 5 { dup.clone() } else { data(1, e) },
+            "{ctx}: 1/{e}"
+        );
+    }
+    drop(log);
+    reopen(&fs).unwrap_or_else(|e| panic!("{ctx}: a second start: {e}"));
+}
+
+#[test]
+fn crash_between_the_compaction_output_and_the_state_write() {
+    crash_in_compaction(
+        Arc::new(|c| matches!(c, Call::Open(p) if name(p) == "ledgers.state.tmp")),
+        "crash after the compaction output, at the state write",
+    );
+}
+
+#[test]
+fn crash_between_the_compaction_state_write_and_the_unlink() {
+    crash_in_compaction(
+        Arc::new(|c| matches!(c, Call::Remove(p) if name(p).ends_with(".seg"))),
+        "crash at the unlink of a compacted segment",
     );
 }
 
