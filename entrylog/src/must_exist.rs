@@ -9,10 +9,16 @@
 //! - every segment the newest ledger-state file lists (format version 2,
 //!   `format::SegmentRecord`) exists with the recorded length, else `Error::Corruption`
 //!   naming the segment file. Segments on disk that it does not list are newer than it
-//!   and are loaded as usual; a version-1 file (no list) skips this check.
+//!   and are loaded as usual; a version-1 file (no list) skips this check;
+//! - upgrade: a version-1 file is replaced during `EntryLog::open` by one listing every
+//!   segment found (and loaded) there, logged, so from the first start of this version
+//!   on a lost segment is detected, even if the bookie stops before its next flush
+//!   (on a full disk: from the next state write that finds room).
+//!   A segment lost before that start cannot be detected (nothing recorded it); refusing
+//!   every upgrade instead would make the check unusable.
 
 use crate::format::StateFile;
-use crate::{segment, Error, Result, STATE_FILE};
+use crate::{segment, Error, Result, Shared, STATE_FILE};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -83,4 +89,29 @@ pub(crate) fn check_recorded_segments(
         }
     }
     Ok(())
+}
+
+/// Upgrade from a ledger-state file without a segment list: writes one that lists
+/// every segment loaded at this start (module docs). A full disk does not stop
+/// start-up (it never does): the list then comes with the next state write that finds
+/// room, and until then a lost segment goes undetected, as before the upgrade.
+pub(crate) fn record_after_upgrade(shared: &Shared) -> Result<()> {
+    let segments = shared.inner.lock().index.segments.len();
+    tracing::info!(
+        segments,
+        "{STATE_FILE} has no segment list (format 1, written before this version): \
+         recording the segments found now, so that a segment lost from here on refuses \
+         start-up"
+    );
+    match shared.persist_state(false) {
+        Err(e) if e.is_no_space() => {
+            tracing::warn!(
+                error = %e,
+                "no room to record the segment list in {STATE_FILE} at start-up; \
+                 it is written with the next state write that finds room"
+            );
+            Ok(())
+        }
+        r => r,
+    }
 }

@@ -6,7 +6,9 @@
 //! `Error::Corruption` (never dropped silently); when every copy of the ledger state is
 //! unreadable, or missing while segments exist, start-up fails rather than forget
 //! fences and deletions; a segment the ledger-state file lists that is missing stops
-//! start-up (`must_exist`); runs of tombstoned ledgers are not installed.
+//! start-up (`must_exist`); a state file without a segment list (format 1) is
+//! rewritten at once listing the segments found; runs of tombstoned ledgers are not
+//! installed.
 
 use crate::format::StateFile;
 use crate::index::{Index, LedgerMeta, Run, SegmentMeta};
@@ -101,6 +103,8 @@ impl EntryLog {
             seg_files.len(),
             cfg.require_state_file,
         )?;
+        // A state file from before the segment list (format 1) names no segment.
+        let unrecorded = state.as_ref().is_some_and(|s| s.segments.is_none());
         let state = state.unwrap_or_default();
         let tombstones: HashMap<u64, u64> = state.tombstones.iter().copied().collect();
         for rec in &state.ledgers {
@@ -221,7 +225,10 @@ impl EntryLog {
         });
         shared.update_gauges();
         // Segments with nothing live (all their ledgers deleted) go now.
-        shared.remove_dead_segments(None)?;
+        let (removed, _) = shared.remove_dead_segments(None)?;
+        if unrecorded && removed == 0 {
+            must_exist::record_after_upgrade(&shared)?;
+        }
         let s2 = shared.clone();
         let flusher = std::thread::Builder::new()
             .name("entrylog-flusher".into())
