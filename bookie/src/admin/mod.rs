@@ -10,7 +10,8 @@
 //! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
 //! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
 //! (entries from this bookie's storage), `autorecovery`, `decommission` (waits until a
-//! bookie's ledgers moved off it), `config`; `zk` the bounded
+//! bookie's ledgers moved off it), `recovery` (re-replicates a lost bookie's ledgers; +
+//! `bookie_client`, requests to other bookies), `config`; `zk` the bounded
 //! ZooKeeper calls; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
@@ -26,6 +27,7 @@
 
 mod autorecovery;
 mod bookie;
+pub mod bookie_client;
 mod bookie_info;
 mod cluster;
 mod compaction;
@@ -35,6 +37,7 @@ mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
 pub mod listener;
+mod recovery;
 mod sanity;
 mod zk;
 
@@ -194,6 +197,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
             "/api/v1/autorecovery/decommission",
             any(decommission::decommission),
         )
+        .route("/api/v1/autorecovery/bookie", any(recovery::recover))
         .merge(not_built())
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -205,13 +209,10 @@ pub fn router(state: Arc<AdminState>) -> Router {
 /// (docs/config.md §2.2): `expand_storage` adds ledger directories to a running bookie (ours
 /// takes new directories only at start, with a cookie update); `entry_location_compact`
 /// compacts DbLedgerStorage's RocksDB location index (ours has none: the index lives in the
-/// segment footers); `autorecovery/bookie` re-replicates ledgers through a BookKeeper
-/// client (bookie-rs has no client; run the stock `bookkeeper shell recover`, which works
-/// against bookie-rs).
+/// segment footers).
 pub const NOT_BUILT: &[&str] = &[
     "/api/v1/bookie/expand_storage",
     "/api/v1/bookie/entry_location_compact",
-    "/api/v1/autorecovery/bookie",
 ];
 
 fn not_built() -> Router<Arc<AdminState>> {
