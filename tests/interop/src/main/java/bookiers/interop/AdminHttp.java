@@ -67,15 +67,13 @@ final class AdminHttp {
             // the key names the journal, so it differs by construction.
             Map.entry("GET /api/v1/bookie/last_log_mark",
                     "the key names the journal file: Java <id>(<hex>.txn), ours <id>(<hex>)"),
-            // Not built: re-replication needs a BookKeeper client; storage layout differs.
+            // Not built: the storage layout differs.
             Map.entry("PUT /api/v1/bookie/expand_storage",
                     "not built (501): ledger directories are added at start-up only"),
             Map.entry("GET /api/v1/bookie/entry_location_compact",
                     "not built (501): no RocksDB location index to compact"),
             Map.entry("PUT /api/v1/bookie/entry_location_compact",
-                    "not built (501): no RocksDB location index to compact"),
-            Map.entry("PUT /api/v1/autorecovery/bookie",
-                    "not built (501): recovery runs in a BookKeeper client; use `bookkeeper shell recover`"));
+                    "not built (501): no RocksDB location index to compact"));
 
     /** Requests whose whole answer (JSON tree, or text) must be equal, not just the keys. */
     static final java.util.Set<String> SAME_VALUES = java.util.Set.of(
