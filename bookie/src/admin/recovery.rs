@@ -32,7 +32,7 @@
 //! this bookie shuts down. Every ZooKeeper call is bounded by `zkTimeout`, every bookie
 //! request by `bookie_client::REQUEST_TIMEOUT`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -356,7 +356,9 @@ impl Copier {
             return Ok(());
         }
         let target_client = clients.get(target).await?;
-        let mut sources: HashMap<usize, Arc<BookieClient>> = HashMap::new();
+        // A replica that cannot be reached is not tried again within the fragment; one whose
+        // connection failed is reconnected (`Clients::get`).
+        let mut unreachable: HashSet<usize> = HashSet::new();
         let mut in_flight = JoinSet::new();
         for entry in entries {
             let mut readers = Vec::new();
@@ -364,18 +366,17 @@ impl Copier {
                 if i == fragment.index {
                     continue;
                 }
-                if let Some(c) = sources.get(&i) {
-                    readers.push((fragment.members[i].clone(), Some(c.clone())));
+                let id = fragment.members[i].clone();
+                if unreachable.contains(&i) {
+                    readers.push((id, None));
                     continue;
                 }
-                match clients.get(&fragment.members[i]).await {
-                    Ok(c) => {
-                        sources.insert(i, c.clone());
-                        readers.push((fragment.members[i].clone(), Some(c)));
-                    }
+                match clients.get(&id).await {
+                    Ok(c) => readers.push((id, Some(c))),
                     Err(e) => {
                         tracing::warn!(ledger = self.ledger, "recovery: {e}");
-                        readers.push((fragment.members[i].clone(), None));
+                        unreachable.insert(i);
+                        readers.push((id, None));
                     }
                 }
             }
