@@ -19,9 +19,8 @@
 //!   (Java's `BookKeeperAdmin.triggerAudit`), nothing when replication is disabled or no
 //!   auditor is elected; 404 `Exception when do operation.<reason>` on a failed read.
 //!
-//! `bookie` (recover a bookie's ledgers) needs a BookKeeper client that re-replicates
-//! ledgers; bookie-rs has none (501 from mod.rs, docs/config.md §2.2). `decommission` only
-//! waits on metadata: bookie/src/admin/decommission.rs.
+//! `bookie` (recover a bookie's ledgers) is bookie/src/admin/recovery.rs; `decommission`
+//! only waits on metadata: bookie/src/admin/decommission.rs.
 
 use std::collections::HashMap;
 

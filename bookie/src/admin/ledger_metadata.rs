@@ -248,6 +248,73 @@ pub fn entries_stored_on(data: &[u8], bookie_id: &str) -> Result<bool, String> {
     Ok(false)
 }
 
+/// What re-replicating a ledger needs of its metadata (admin/recovery.rs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryView {
+    pub state: LedgerState,
+    pub ensemble_size: i32,
+    pub write_quorum: i32,
+    /// The closed ledger's last entry (-1 when it got none, or while not closed).
+    pub last_entry_id: i64,
+    /// DataFormats `DigestType` number (1 CRC32, 2 HMAC, 3 CRC32C, 4 DUMMY).
+    pub digest_type: i32,
+    pub password: Vec<u8>,
+    /// Every ensemble: first entry id, members, in znode order.
+    pub ensembles: Vec<(i64, Vec<String>)>,
+}
+
+/// The [`RecoveryView`] of a metadata znode, or why it cannot be read.
+pub fn recovery_view(data: &[u8]) -> Result<RecoveryView, String> {
+    let (_, md) = decode(data)?;
+    Ok(RecoveryView {
+        state: LedgerState::from_wire(md.state)?,
+        ensemble_size: md.ensemble_size,
+        write_quorum: md.quorum_size,
+        last_entry_id: md.last_entry_id.unwrap_or(-1),
+        digest_type: md.digest_type.unwrap_or(1),
+        password: md.password.unwrap_or_default(),
+        ensembles: md
+            .segment
+            .into_iter()
+            .map(|s| (s.first_entry_id, s.ensemble_member))
+            .collect(),
+    })
+}
+
+/// The znode `data` with the members of the ensemble starting at `first_entry` replaced by
+/// `replacements` (old id, new id), every other field kept (Java's
+/// `LedgerMetadataBuilder.replaceEnsembleEntry`); `Ok(None)` when that ensemble holds none
+/// of the old ids any more (another replicator moved it first: nothing to write) or no
+/// ensemble starts there.
+pub fn replace_in_ensemble(
+    data: &[u8],
+    first_entry: i64,
+    replacements: &[(String, String)],
+) -> Result<Option<Vec<u8>>, String> {
+    let (_, mut md) = decode(data)?;
+    let Some(seg) = md
+        .segment
+        .iter_mut()
+        .find(|s| s.first_entry_id == first_entry)
+    else {
+        return Ok(None);
+    };
+    let mut changed = false;
+    for member in &mut seg.ensemble_member {
+        if let Some((_, new)) = replacements.iter().find(|(old, _)| old == member) {
+            *member = new.clone();
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let mut out = VERSION_KEY.to_vec();
+    out.extend(b"3\n");
+    out.extend(prost::Message::encode_length_delimited_to_vec(&md));
+    Ok(Some(out))
+}
+
 /// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
 /// `ctime` is -1 when the metadata stores none (clients store it only with
 /// `storeSystemtimeAsLedgerCreationTime`); see [`to_json_with_znode_ctime`].
@@ -378,6 +445,40 @@ pub fn encode_ensembles_for_tests(
     out
 }
 
+/// Encodes a closed ledger as a 4.x client writes it: one ensemble, quorums `write` and
+/// `ack`, `last_entry`, `length`, digest type number and password (tests of recovery).
+pub fn encode_closed_for_tests(
+    ensemble: &[&str],
+    write: i32,
+    ack: i32,
+    last_entry: i64,
+    length: i64,
+    digest_type: i32,
+    password: &[u8],
+) -> Vec<u8> {
+    let md = LedgerMetadataFormat {
+        quorum_size: write,
+        ensemble_size: ensemble.len() as i32,
+        length,
+        last_entry_id: Some(last_entry),
+        state: 3,
+        segment: vec![Segment {
+            ensemble_member: ensemble.iter().map(|s| s.to_string()).collect(),
+            first_entry_id: 0,
+        }],
+        digest_type: Some(digest_type),
+        password: Some(password.to_vec()),
+        ack_quorum_size: Some(ack),
+        ctime: Some(1_700_000_000_000),
+        custom_metadata: Vec::new(),
+        c_token: None,
+    };
+    let mut out = VERSION_KEY.to_vec();
+    out.extend(b"3\n");
+    out.extend(prost::Message::encode_length_delimited_to_vec(&md));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +557,42 @@ mod tests {
         );
         assert_eq!(v["allEnsembles"]["0"][0]["id"], "127.0.0.1:3181");
         assert_eq!(v["ctime"], 7);
+    }
+
+    #[test]
+    fn replacing_an_ensemble_member_keeps_every_other_field() {
+        let data = encode_ensembles_for_tests(
+            &[(0, &["a:1", "b:1"]), (10, &["a:1", "c:1"])],
+            LedgerState::Closed,
+            Some(19),
+        );
+        let swap = [("a:1".to_string(), "d:1".to_string())];
+        let out = replace_in_ensemble(&data, 10, &swap).unwrap().unwrap();
+        let (before, after) = (to_json(1, &data).unwrap(), to_json(1, &out).unwrap());
+        assert_eq!(after["allEnsembles"]["10"][0]["id"], "d:1");
+        assert_eq!(
+            after["allEnsembles"]["0"][0]["id"], "a:1",
+            "other ensemble kept"
+        );
+        let mut expect = before.clone();
+        expect["allEnsembles"]["10"][0]["id"] = "d:1".into();
+        assert_eq!(after, expect, "nothing else changed");
+        assert_eq!(
+            replace_in_ensemble(&out, 10, &swap).unwrap(),
+            None,
+            "done once"
+        );
+        assert_eq!(
+            replace_in_ensemble(&data, 5, &swap).unwrap(),
+            None,
+            "no such ensemble"
+        );
+        let v = recovery_view(&out).unwrap();
+        assert_eq!(
+            (v.state, v.last_entry_id, v.write_quorum),
+            (LedgerState::Closed, 19, 2)
+        );
+        assert_eq!((v.digest_type, v.password.as_slice()), (3, &b"pw"[..]));
     }
 
     #[test]

@@ -10,9 +10,10 @@
 //! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
 //! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
 //! (entries from this bookie's storage), `autorecovery`, `decommission` (waits until a
-//! bookie's ledgers moved off it), `expand_storage` (the start-up cookie check, again),
-//! `entry_location` (Java's answers for a storage without a location index), `config`;
-//! `zk` the bounded
+//! bookie's ledgers moved off it), `recovery` (re-replicates a lost bookie's ledgers; +
+//! `bookie_client`, requests to other bookies), `expand_storage` (the start-up cookie
+//! check, again), `entry_location` (Java's answers for a storage without a location
+//! index), `config`; `zk` the bounded
 //! ZooKeeper calls; `listener` binds the ports and bounds the connections.
 //!
 //! Guarantees:
@@ -28,6 +29,7 @@
 
 mod autorecovery;
 mod bookie;
+pub mod bookie_client;
 mod bookie_info;
 mod cluster;
 mod compaction;
@@ -39,6 +41,7 @@ mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
 pub mod listener;
+mod recovery;
 mod sanity;
 mod zk;
 
@@ -218,33 +221,10 @@ pub fn router(state: Arc<AdminState>) -> Router {
             "/api/v1/autorecovery/decommission",
             any(decommission::decommission),
         )
-        .merge(not_built())
+        .route("/api/v1/autorecovery/bookie", any(recovery::recover))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-/// The stock 4.17 paths bookie-rs does not serve: 501 with the path named, so a caller
-/// tells "not built" from "no such path" (404) and from a failure. Why each is not built
-/// (docs/config.md §2.2): `autorecovery/bookie` re-replicates ledgers through a BookKeeper
-/// client (bookie-rs has no client; run the stock `bookkeeper shell recover`, which works
-/// against bookie-rs).
-pub const NOT_BUILT: &[&str] = &["/api/v1/autorecovery/bookie"];
-
-fn not_built() -> Router<Arc<AdminState>> {
-    let mut r = Router::new();
-    for path in NOT_BUILT {
-        r = r.route(
-            path,
-            any(move || async move {
-                text(
-                    StatusCode::NOT_IMPLEMENTED,
-                    &format!("{path} is not implemented by bookie-rs"),
-                )
-            }),
-        );
-    }
-    r
 }
 
 /// The router of a metrics-only port (`prometheusStatsHttpPort`): `/metrics`, `/heartbeat`.

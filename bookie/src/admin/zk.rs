@@ -158,6 +158,46 @@ impl Zk {
         }
     }
 
+    /// The data of `path` and its version, for a compare-and-set write
+    /// ([`Zk::set_if_version`], [`Zk::delete_if_version`]).
+    pub(super) async fn data_versioned(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, i32)>, String> {
+        Ok(self
+            .bounded("get", path, self.client.get_data(path))
+            .await?
+            .map(|(data, stat)| (data, stat.version)))
+    }
+
+    /// Sets `path` to `data` only if its version is still `version`: `Ok(true)` when
+    /// written, `Ok(false)` when the node changed or went meanwhile (read it again).
+    pub(super) async fn set_if_version(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: i32,
+    ) -> Result<bool, String> {
+        let set = self.client.set_data(path, data, Some(version));
+        match tokio::time::timeout(self.timeout, set).await {
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(zk::Error::BadVersion | zk::Error::NoNode)) => Ok(false),
+            Ok(Err(e)) => Err(format!("set {path}: {e}")),
+            Err(_) => Err(format!("set {path}: timed out after {:?}", self.timeout)),
+        }
+    }
+
+    /// Deletes `path` only at `version`; `Ok(false)` when it changed or went meanwhile.
+    pub(super) async fn delete_if_version(&self, path: &str, version: i32) -> Result<bool, String> {
+        let delete = self.client.delete(path, Some(version));
+        match tokio::time::timeout(self.timeout, delete).await {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(zk::Error::BadVersion | zk::Error::NoNode)) => Ok(false),
+            Ok(Err(e)) => Err(format!("delete {path}: {e}")),
+            Err(_) => Err(format!("delete {path}: timed out after {:?}", self.timeout)),
+        }
+    }
+
     pub(super) async fn exists(&self, path: &str) -> Result<bool, String> {
         Ok(self
             .bounded("stat", path, self.client.check_stat(path))

@@ -70,10 +70,7 @@ final class AdminHttp {
             // The keys are the Java bookie's own RocksDB location paths (DbLedgerStorage); we
             // have no location DB and answer {}, as Java does over a storage without one.
             Map.entry("GET /api/v1/bookie/entry_location_compact",
-                    "keys are Java's RocksDB location paths; ours {} (no location DB, as Java's storages without one)"),
-            // Not built: re-replication needs a BookKeeper client.
-            Map.entry("PUT /api/v1/autorecovery/bookie",
-                    "not built (501): recovery runs in a BookKeeper client; use `bookkeeper shell recover`"));
+                    "keys are Java's RocksDB location paths; ours {} (no location DB, as Java's storages without one)"));
 
     /** Requests whose whole answer (JSON tree, or text) must be equal, not just the keys. */
     static final java.util.Set<String> SAME_VALUES = java.util.Set.of(

@@ -87,7 +87,9 @@ final class Scenarios {
                 new Def(13, "s13_overreplicated_gc", "a ledger moved off a bookie by recover is deleted there; space back",
                         OverReplicatedGc::run, 180),
                 new Def(14, "s14_admin_http", "admin HTTP API: every endpoint and method, status + JSON keys vs Java",
-                        AdminHttp::run, 240));
+                        AdminHttp::run, 240),
+                new Def(15, "s15_recovery_http", "autorecovery/bookie on bookie-rs recovers a stopped bookie; Java reads back",
+                        RecoveryHttp::run, 180));
     }
 
     // ---------------------------------------------------------------- s01
