@@ -614,3 +614,45 @@ async fn fence_and_long_poll_waits_count_their_requests() {
     );
     stop(b);
 }
+
+/// `prometheusStatsLatencyRolloverSeconds` is read: a value Java's provider cannot schedule
+/// (a period of 0 s) refuses start-up naming the key; a valid one starts and is not named
+/// as having no effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latency_rollover_key_is_read_and_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .arg("--standalone")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--port", &free_port().to_string()])
+        .args(["--set", PROMETHEUS])
+        .args(["--set", "prometheusStatsLatencyRolloverSeconds=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run bookie");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started with a 0 s window:\n{err}");
+    assert!(
+        err.contains("prometheusStatsLatencyRolloverSeconds"),
+        "{err}"
+    );
+
+    let mport = free_port();
+    let b = start(&[
+        "--metrics-port",
+        &mport.to_string(),
+        "--set",
+        "prometheusStatsHttpAddress=127.0.0.1",
+        "--set",
+        "prometheusStatsLatencyRolloverSeconds=5",
+    ])
+    .await;
+    assert_eq!(get(mport, "/metrics").await.expect("metrics port").0, 200);
+    let log = stop(b);
+    assert!(
+        !log.contains("prometheusStatsLatencyRolloverSeconds has no effect"),
+        "{log}"
+    );
+}
