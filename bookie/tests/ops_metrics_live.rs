@@ -621,19 +621,40 @@ async fn fence_and_long_poll_waits_count_their_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_latency_rollover_key_is_read_and_validated() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bookie"))
         .arg("--standalone")
         .arg("--data-dir")
         .arg(dir.path())
         .args(["--port", &free_port().to_string()])
         .args(["--set", PROMETHEUS])
+        .args(["--set", "prometheusStatsHttpEnable=false"])
         .args(["--set", "prometheusStatsLatencyRolloverSeconds=0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .output()
-        .expect("run bookie");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "started with a 0 s window:\n{err}");
+        .spawn()
+        .expect("spawn bookie");
+    // A configuration error exits at once; one still running after 30 s took the value.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "started with a 0 s window ({status:?}):\n{err}"
+    );
     assert!(
         err.contains("prometheusStatsLatencyRolloverSeconds"),
         "{err}"
