@@ -307,6 +307,9 @@ pub struct BookieConfig {
     pub prometheus_stats_http_address: String,
     /// prometheusStatsHttpPort (8000).
     pub prometheus_stats_http_port: u16,
+    /// prometheusStatsLatencyRolloverSeconds (60, whole seconds >= 1): the op-stat quantile
+    /// window (`metrics/rollover.rs`, docs/metrics.md §1).
+    pub prometheus_stats_latency_rollover: Duration,
 
     // ---- as given ----
     /// Every key set by the file, `--set` and the flags, with its value as written (the

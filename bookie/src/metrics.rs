@@ -2,7 +2,8 @@
 //! (docs/config.md §3; what we export and why: docs/metrics.md), and the `/metrics` HTTP
 //! endpoint. Submodules: `adapters` (journal, entry log, ledger dirs, memory), `process`
 //! (`process_*`, build info), `gc_stats` and `zk_stats` (process-wide GC and ZooKeeper
-//! client stats), `summary` (op-stat windows), `http`.
+//! client stats), `summary` (op-stat windows), `rollover` (when the windows close:
+//! `prometheusStatsLatencyRolloverSeconds`), `http`.
 //!
 //! Exposition shape (decision, see ARCHITECTURE notes): the stock metrics are written exactly
 //! like the Java bookie's `PrometheusTextFormat` (text format 0.0.4), so dashboards built for
@@ -27,6 +28,7 @@ pub mod adapters;
 pub mod gc_stats;
 pub mod http;
 pub mod process;
+pub mod rollover;
 pub mod summary;
 pub mod zk_stats;
 
@@ -284,7 +286,7 @@ impl Metrics {
         self.inner.registry.lock()
     }
 
-    /// Closes the current quantile window of every op stat (the HTTP server calls this every
+    /// Closes the current quantile window of every op stat (`rollover` calls this every
     /// `prometheusStatsLatencyRolloverSeconds`).
     pub fn rotate(&self) {
         for s in &self.inner.ops {

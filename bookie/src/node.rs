@@ -279,7 +279,11 @@ async fn serve(
         let storage = storage.clone();
         move || storage.dir_usages()
     }));
-    // enableStatistics=false: requests are not recorded (Java's request processor).
+    // enableStatistics=false: requests are not recorded (Java's request processor),
+    // nor the waits inside them.
+    if cfg.enable_statistics {
+        bookie.record_waits_into(metrics.clone());
+    }
     let observer: Option<Arc<dyn RequestObserver>> = cfg
         .enable_statistics
         .then(|| Arc::new(MetricsObserver(metrics.clone())) as Arc<dyn RequestObserver>);

@@ -492,3 +492,188 @@ async fn zookeeper_client_series_count_the_bookies_calls() {
     }
     stop(b);
 }
+
+/// `<op>_count` of both outcomes: (success, failure).
+fn counts(text: &str, op: &str) -> (f64, f64) {
+    let of = |success: &str| {
+        sample(text, &format!("{op}_count{{success=\"{success}\"}}"))
+            .unwrap_or_else(|| panic!("{op}_count missing in\n{text}"))
+    };
+    (of("true"), of("false"))
+}
+
+const FENCE_WAIT: &str = "bookkeeper_server_READ_ENTRY_FENCE_WAIT";
+const PRE_WAIT: &str = "bookkeeper_server_READ_ENTRY_LONG_POLL_PRE_WAIT";
+const POLL_WAIT: &str = "bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT";
+
+/// The three waits inside read requests (docs/metrics.md §2), as Java's v3 read processors
+/// record them: each stays 0 until the request that has that wait, and each request adds
+/// to its own wait only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fence_and_long_poll_waits_count_their_requests() {
+    const L: i64 = 21;
+    let mport = free_port();
+    let b = start(&[
+        "--metrics-port",
+        &mport.to_string(),
+        "--set",
+        "prometheusStatsHttpAddress=127.0.0.1",
+    ])
+    .await;
+    let scrape = || async { get(mport, "/metrics").await.expect("metrics port").1 };
+    let waits = |text: &str| [FENCE_WAIT, PRE_WAIT, POLL_WAIT].map(|op| counts(text, op));
+    let mut c = Client::connect(([127, 0, 0, 1], b.port).into()).await;
+    // LAC 0 after entry 1.
+    for (e, lac) in [(0, -1), (1, 0)] {
+        let r = c.v3_add(key(), entry(L, e, lac, b"w"), false).await;
+        assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    }
+    assert_eq!(
+        waits(&scrape().await),
+        [(0.0, 0.0); 3],
+        "nothing waited yet"
+    );
+    let poll = |previous_lac, time_out| {
+        RequestBody::ReadEntry(v3::ReadRequest {
+            ledger_id: L,
+            entry_id: -1,
+            previous_lac: Some(previous_lac),
+            time_out: Some(time_out),
+            flag: Some(v3::read_request::Flag::EntryPiggyback as i32),
+            ..Default::default()
+        })
+    };
+
+    // A long poll the LAC already satisfies: a pre-wait, no wait.
+    let r = c.v3_call(None, poll(-1, 10_000)).await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    assert_eq!(
+        waits(&scrape().await),
+        [(0.0, 0.0), (1.0, 0.0), (0.0, 0.0)],
+        "a satisfied long poll"
+    );
+
+    // A long poll that parks until its timeout: a failed wait.
+    let r = c.v3_call(None, poll(0, 200)).await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    assert_eq!(
+        waits(&scrape().await),
+        [(0.0, 0.0), (2.0, 0.0), (0.0, 1.0)],
+        "a long poll that timed out"
+    );
+
+    // A long poll woken by an add that raises the LAC: a successful wait. The pre-wait
+    // is recorded once the poll is subscribed to the LAC, so the add comes after it.
+    let mut poller = Client::connect(([127, 0, 0, 1], b.port).into()).await;
+    poller.v3_send(None, poll(0, 60_000)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while counts(&scrape().await, PRE_WAIT).0 < 3.0 {
+        assert!(Instant::now() < deadline, "the long poll never parked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        counts(&scrape().await, POLL_WAIT),
+        (0.0, 1.0),
+        "still parked"
+    );
+    let r = c.v3_add(key(), entry(L, 2, 1, b"w"), false).await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    let r = poller.v3_recv().await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    assert_eq!(r.read_response.unwrap().max_lac, Some(1));
+    assert_eq!(
+        waits(&scrape().await),
+        [(0.0, 0.0), (3.0, 0.0), (1.0, 1.0)],
+        "a long poll woken by the LAC"
+    );
+
+    // Fencing reads: of an empty ledger, answered no-entry before any wait (as Java);
+    // of this ledger, the answer waits for the fence record to be durable.
+    let fence = |ledger| {
+        RequestBody::ReadEntry(v3::ReadRequest {
+            flag: Some(v3::read_request::Flag::FenceLedger as i32),
+            ledger_id: ledger,
+            entry_id: -1,
+            master_key: Some(Bytes::copy_from_slice(&key().0)),
+            ..Default::default()
+        })
+    };
+    let r = c.v3_call(None, fence(L + 1)).await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Enoentry);
+    assert_eq!(
+        counts(&scrape().await, FENCE_WAIT),
+        (0.0, 0.0),
+        "empty ledger"
+    );
+    let r = c.v3_call(None, fence(L)).await;
+    assert_eq!(v3_status(&r), v3::StatusCode::Eok);
+    assert_eq!(
+        waits(&scrape().await),
+        [(1.0, 0.0), (3.0, 0.0), (1.0, 1.0)],
+        "a fencing read"
+    );
+    stop(b);
+}
+
+/// `prometheusStatsLatencyRolloverSeconds` is read: a value Java's provider cannot schedule
+/// (a period of 0 s) refuses start-up naming the key; a valid one starts and is not named
+/// as having no effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latency_rollover_key_is_read_and_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .arg("--standalone")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--port", &free_port().to_string()])
+        .args(["--set", PROMETHEUS])
+        .args(["--set", "prometheusStatsHttpEnable=false"])
+        .args(["--set", "prometheusStatsLatencyRolloverSeconds=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bookie");
+    // A configuration error exits at once; one still running after 30 s took the value.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "started with a 0 s window ({status:?}):\n{err}"
+    );
+    assert!(
+        err.contains("prometheusStatsLatencyRolloverSeconds"),
+        "{err}"
+    );
+
+    let mport = free_port();
+    let b = start(&[
+        "--metrics-port",
+        &mport.to_string(),
+        "--set",
+        "prometheusStatsHttpAddress=127.0.0.1",
+        "--set",
+        "prometheusStatsLatencyRolloverSeconds=5",
+    ])
+    .await;
+    assert_eq!(get(mport, "/metrics").await.expect("metrics port").0, 200);
+    let log = stop(b);
+    assert!(
+        !log.contains("prometheusStatsLatencyRolloverSeconds has no effect"),
+        "{log}"
+    );
+}

@@ -14,8 +14,8 @@
 //! Bounds: at most [`MAX_CONNECTIONS`] connections per listener (others wait in the accept
 //! queue), a request head within [`HEAD_TIMEOUT`] and [`MAX_HEAD_BYTES`], one request per
 //! connection (no keep-alive: probes and scrapes open one each), bodies up to 64 KiB
-//! (mod.rs). The op-stat quantile window is rotated every 60 s while a listener serves
-//! `/metrics`.
+//! (mod.rs). While a listener serves `/metrics`, the op-stat quantile window closes every
+//! `prometheusStatsLatencyRolloverSeconds` (`metrics/rollover.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 
 use super::AdminState;
 use crate::config::BookieConfig;
-use crate::metrics::Metrics;
+use crate::metrics::rollover;
 
 /// Connections served at once per listener.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -37,8 +37,6 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest request head.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
-/// The quantile window of the op stats (`prometheusStatsLatencyRolloverSeconds`'s default).
-const ROLLOVER: Duration = Duration::from_secs(60);
 
 /// One bound listener and its accept loop.
 pub struct Listener {
@@ -129,7 +127,8 @@ pub async fn start_from_config(
         None
     };
     let serves_metrics = statistics && (admin.is_some() || metrics_only.is_some());
-    let rotate = serves_metrics.then(|| spawn_rotation(state.metrics.clone(), ROLLOVER));
+    let rotate = serves_metrics
+        .then(|| rollover::spawn(state.metrics.clone(), cfg.prometheus_stats_latency_rollover));
     Ok(AdminListeners {
         admin,
         metrics_only,
@@ -138,7 +137,7 @@ pub async fn start_from_config(
     })
 }
 
-/// A metrics-only listener on `addr` (tests, embedders), rotating every `rollover`.
+/// A metrics-only listener on `addr` (tests, embedders), its quantile window `rollover`.
 pub async fn serve_metrics(
     state: Arc<AdminState>,
     addr: SocketAddr,
@@ -149,18 +148,7 @@ pub async fn serve_metrics(
         admin: None,
         metrics_only: Some(l),
         serves_metrics: true,
-        rotate: Some(spawn_rotation(state.metrics.clone(), rollover)),
-    })
-}
-
-fn spawn_rotation(metrics: Metrics, every: Duration) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
-        tick.tick().await; // the first tick is immediate
-        loop {
-            tick.tick().await;
-            metrics.rotate();
-        }
+        rotate: Some(rollover::spawn(state.metrics.clone(), rollover)),
     })
 }
 

@@ -140,6 +140,7 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         prometheus_stats_http_enable: h.prometheus_stats_http_enable,
         prometheus_stats_http_address: h.prometheus_stats_http_address,
         prometheus_stats_http_port: h.prometheus_stats_http_port,
+        prometheus_stats_latency_rollover: h.prometheus_stats_latency_rollover,
         properties: Vec::new(),
     })
 }
@@ -587,6 +588,7 @@ struct HttpAndStats {
     prometheus_stats_http_enable: bool,
     prometheus_stats_http_address: String,
     prometheus_stats_http_port: u16,
+    prometheus_stats_latency_rollover: Duration,
 }
 
 /// `statsProviderClass`'s default (Java's `NullStatsProvider`: no metrics at all).
@@ -623,5 +625,13 @@ fn http_and_stats(p: &mut Props) -> Result<HttpAndStats, ConfigError> {
         prometheus_stats_http_enable: p.bool("prometheusStatsHttpEnable", true)?,
         prometheus_stats_http_address: p.string_or("prometheusStatsHttpAddress", "0.0.0.0"),
         prometheus_stats_http_port: p.port("prometheusStatsHttpPort", 8000)?,
+        // Java's provider schedules its window rotation with this period (an int): 0 or
+        // less throws at start-up, so it is refused here, naming the key.
+        prometheus_stats_latency_rollover: Duration::from_secs(p.int(
+            "prometheusStatsLatencyRolloverSeconds",
+            crate::metrics::rollover::DEFAULT_ROLLOVER_SECONDS as i64,
+            1,
+            i32::MAX as i64,
+        )? as u64),
     })
 }

@@ -253,7 +253,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("prometheusStatsHttpEnable", H("false: no metrics-only listener when httpServerEnabled=false")),
     ("prometheusStatsHttpAddress", H("the metrics-only listener's address (when httpServerEnabled=false)")),
     ("prometheusStatsHttpPort", H("the metrics-only listener's port (when httpServerEnabled=false)")),
-    ("prometheusStatsLatencyRolloverSeconds", N("latency summaries use the exporter's own quantile windows")),
+    ("prometheusStatsLatencyRolloverSeconds", H("the op-stat summaries' quantile window in seconds (>= 1): quantiles cover the last closed window, the first closing 1 s after start (docs/metrics.md §1)")),
     ("exposeDefaultJVMMetrics", N("there is no JVM")),
     ("limitStatsLogging", N("the set of metrics is fixed")),
     ("enableTaskExecutionStats", N("there are no executor pools to time")),

@@ -52,6 +52,7 @@ fn defaults_match_stock_code_defaults() {
     assert_eq!(c.max_pending_add_requests_per_thread, 10_000);
     assert_eq!(c.prometheus_stats_http_port, 8000);
     assert_eq!(c.prometheus_stats_http_address, "0.0.0.0");
+    assert_eq!(c.prometheus_stats_latency_rollover, Duration::from_secs(60));
     assert!(c.enable_statistics && !c.http_server_enabled);
     assert!(
         !c.metrics_enabled,
@@ -436,4 +437,26 @@ fn metrics_follow_the_stats_provider_or_the_metrics_port_flag() {
     );
     assert!(!on);
     assert!(notes.contains("statsProviderClass"), "{notes}");
+}
+
+#[test]
+fn the_latency_rollover_is_whole_seconds_of_at_least_one() {
+    let load = |v: &str| {
+        let args = BookieArgs {
+            standalone: true,
+            set: vec![format!("prometheusStatsLatencyRolloverSeconds={v}")],
+            ..Default::default()
+        };
+        BookieConfig::from_text_and_args(None, None, &args)
+    };
+    let (c, report) = load("15").unwrap();
+    assert_eq!(c.prometheus_stats_latency_rollover, Duration::from_secs(15));
+    assert!(report.ignored_keys.is_empty(), "{:?}", report.ignored_keys);
+    for bad in ["0", "-5", "1.5", "2147483648", "soon"] {
+        let e = load(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("prometheusStatsLatencyRolloverSeconds") && e.contains(bad),
+            "{bad}: {e}"
+        );
+    }
 }

@@ -3,12 +3,23 @@
 //! piggybacking finds nothing new, an entry.
 //!
 //! Invariant: no shard lock is held while waiting; the wait is on the ledger's LAC signal.
+//!
+//! Metrics (docs/metrics.md §2), as Java's `LongPollReadEntryProcessorV3` records them, only
+//! for a poll with a timeout:
+//! - `bookkeeper_server_READ_ENTRY_LONG_POLL_PRE_WAIT`: from the poll's start to the moment
+//!   it parks on the LAC signal, or finds the LAC already past `previousLAC` and does not
+//!   park; always a success. A poll refused before (no ledger, an I/O error) records none.
+//! - `bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT`: the time parked, only for a poll that
+//!   parked: success when woken (the LAC passed `previousLAC`, or the ledger was fenced or
+//!   deleted), failure when the timeout expired.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::ledger_state::LedgerState;
 use super::status::{status, At};
 use super::{blocking, Bookie, LongPoll, Reply, Status};
+use crate::metrics::Op;
 use crate::storage::{EntryId, LedgerId, StorageError};
 
 impl Bookie {
@@ -43,6 +54,7 @@ impl Bookie {
         let mut lac_update_timestamp = None;
         if let Some(timeout) = lp.timeout {
             // Register a watcher unless the LAC is already past previousLAC.
+            let pre_wait = Instant::now();
             let me = self.clone();
             let known = match blocking(move || me.long_poll_known_lac(ledger)).await {
                 Some(Ok(known)) => known,
@@ -60,16 +72,24 @@ impl Bookie {
                 };
                 let start_generation = rx.borrow().fence_generation;
                 let previous = lp.previous_lac;
+                self.record_wait(Op::ReadEntryLongPollPreWait, pre_wait, true);
+                let parked = Instant::now();
                 let woke = tokio::time::timeout(
                     timeout,
                     rx.wait_for(|s| s.lac > previous || s.fence_generation != start_generation),
                 )
                 .await;
+                let mut woken = false;
                 if let Ok(Ok(signal)) = woke {
+                    woken = true;
                     if signal.lac > previous {
                         lac_update_timestamp = Some(signal.update_ms);
                     }
                 }
+                self.record_wait(Op::ReadEntryLongPollWait, parked, woken);
+            } else {
+                // Already past previousLAC: answered without parking.
+                self.record_wait(Op::ReadEntryLongPollPreWait, pre_wait, true);
             }
         }
         blocking(move || self.long_poll_answer(ledger, entry, lp, lac_update_timestamp))

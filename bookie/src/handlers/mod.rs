@@ -18,6 +18,9 @@
 //!   watchers) lives in sharded maps; a shard lock is never held across an await or a read.
 //! - **One mapping from storage errors to answers**: [`status::status`]; the wire codes of
 //!   each [`Status`] are in `status.rs` too.
+//! - The only metrics recorded here are the waits inside a request that the server cannot
+//!   see (the fence wait, the long-poll pre-wait and wait; docs/metrics.md §2), into the
+//!   registry given by [`Bookie::record_waits_into`]; without one nothing is recorded.
 //!
 //! Files: `ops` (requests and replies), `status` (answers and their wire codes),
 //! `ledger_state` (per-ledger state, write handle), `add` (ADD, FORCE_LEDGER), `fence`,
@@ -37,10 +40,12 @@ pub mod status;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use crate::metrics::{self, Metrics};
 use crate::mode::{BookieMode, ReadOnlyReason};
 use crate::storage::{LedgerId, Store};
 use ledger_state::LedgerState;
@@ -94,6 +99,8 @@ pub struct Bookie {
     shards: Vec<Mutex<HashMap<LedgerId, LedgerState>>>,
     mode: Arc<BookieMode>,
     high_priority_writes_allowed: AtomicBool,
+    /// Where the in-request waits are recorded (module docs); unset: not recorded.
+    wait_metrics: OnceLock<Metrics>,
 }
 
 /// Reads an i64 (big-endian) at `at`, if present.
@@ -117,7 +124,22 @@ impl Bookie {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             mode,
             high_priority_writes_allowed: AtomicBool::new(true),
+            wait_metrics: OnceLock::new(),
         })
+    }
+
+    /// Records the waits inside requests (`READ_ENTRY_FENCE_WAIT`,
+    /// `READ_ENTRY_LONG_POLL_PRE_WAIT`, `READ_ENTRY_LONG_POLL_WAIT`) into `metrics` from now
+    /// on. The first registry given is kept; a later call changes nothing.
+    pub fn record_waits_into(&self, metrics: Metrics) {
+        let _ = self.wait_metrics.set(metrics);
+    }
+
+    /// Records the wait `op` that began at `since`, if waits are recorded.
+    fn record_wait(&self, op: metrics::Op, since: Instant, success: bool) {
+        if let Some(m) = self.wait_metrics.get() {
+            m.op(op).observe(since.elapsed(), success);
+        }
     }
 
     pub fn store(&self) -> &Arc<Store> {

@@ -2,14 +2,21 @@
 //!
 //! Reads block on disk, so they run on tokio's blocking pool; a panic there is answered
 //! EIO. A fencing read's answer waits for the fence record to be durable.
+//!
+//! `bookkeeper_server_READ_ENTRY_FENCE_WAIT` (docs/metrics.md §2) times that wait as Java's
+//! `ReadEntryProcessorV3` does: from the entry read done to the fence's durability known,
+//! success when durable, failure when the fence record failed. A read that fails before
+//! (no entry, no ledger) is answered without waiting and records no fence wait, as Java.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
 use super::status::{status, At};
 use super::{blocking, ready, BatchReadOp, Bookie, Pending, ReadOp, Reply, Status};
-use crate::storage::{EntryId, LedgerId, StorageError};
+use crate::metrics::Op;
+use crate::storage::{Durable, EntryId, LedgerId, StorageError};
 
 impl Bookie {
     /// Reads one entry (-1 = last stored entry).
@@ -42,12 +49,13 @@ impl Bookie {
             };
             let me = self.clone();
             return Box::pin(async move {
-                let read = blocking(move || me.read_entry(ledger, entry))
+                let reader = me.clone();
+                let read = blocking(move || reader.read_entry(ledger, entry))
                     .await
                     .unwrap_or_else(|| Err(StorageError::Lost("read task")));
                 match read {
                     Err(e) => err(status(&e, At::Storage)),
-                    Ok(body) => match fence_durable.await {
+                    Ok(body) => match me.fence_wait(fence_durable).await {
                         // docs/semantics.md §6.2: v3 fence responses carry body but no maxLAC.
                         Ok(()) => Reply::Read {
                             status: Status::Ok,
@@ -97,7 +105,8 @@ impl Bookie {
         };
         let me = self.clone();
         Box::pin(async move {
-            let selected = blocking(move || me.select_batch(&batch))
+            let reader = me.clone();
+            let selected = blocking(move || reader.select_batch(&batch))
                 .await
                 .unwrap_or(Err(Status::Io));
             let entries = match selected {
@@ -105,7 +114,7 @@ impl Bookie {
                 Err(status) => return fail(status),
             };
             if let Some(durable) = fence_durable {
-                if let Err(e) = durable.await {
+                if let Err(e) = me.fence_wait(durable).await {
                     return fail(status(&e, At::Journal));
                 }
             }
@@ -114,6 +123,14 @@ impl Bookie {
                 entries,
             }
         })
+    }
+
+    /// Waits for a fencing read's fence to be durable, recording the wait (module docs).
+    async fn fence_wait(&self, durable: Durable) -> Result<(), StorageError> {
+        let since = Instant::now();
+        let result = durable.await;
+        self.record_wait(Op::ReadEntryFenceWait, since, result.is_ok());
+        result
     }
 
     /// The entries of a batch read, or the first entry's error.

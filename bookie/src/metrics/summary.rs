@@ -1,6 +1,7 @@
 //! Op-stat summaries shaped like the Java bookie's `DataSketchesOpStatsLogger`: per outcome
 //! (success / failure) a cumulative count and sum, and quantiles over the last completed
-//! rollover window (`prometheusStatsLatencyRolloverSeconds`, 60 s).
+//! rollover window (`prometheusStatsLatencyRolloverSeconds`, default 60 s; closed by
+//! `rollover.rs`).
 //!
 //! Quantile estimator: a lock-free log-linear histogram. Values below 16 have their own bucket;
 //! above, each power of two is split into 16 buckets, so a reported quantile (the bucket
