@@ -38,6 +38,16 @@ impl Gate {
     }
 }
 
+/// Opens the gate when dropped: declared after the log, it lets a held flush finish
+/// before the log closes, also when the test fails (else closing would wait forever).
+struct OpenOnDrop(Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.set_closed(false);
+    }
+}
+
 /// A simulated disk whose writes wait at a [`Gate`]: holds a flush in progress.
 struct GatedDisk {
     inner: Checked<bk_disk::SimDisk>,
@@ -119,6 +129,7 @@ fn log_with_a_held_flush(fs: &SimFs, gate: &Gate, max_throttle: Duration) -> Arc
     };
     let log = Arc::new(EntryLog::open(dirs(), cfg, gated_factory(fs, gate)).expect("open"));
     gate.set_closed(true);
+    let open_on_panic = OpenOnDrop(gate.clone());
     // Entries 0..3 fill the first half; entry 3 swaps it out to the (held) flusher;
     // 3..6 fill the active half again.
     for e in 0..6 {
@@ -126,6 +137,7 @@ fn log_with_a_held_flush(fs: &SimFs, gate: &Gate, max_throttle: Duration) -> Arc
             .unwrap();
     }
     assert_eq!(get(&log.metrics().throttled_write_requests), 0);
+    std::mem::forget(open_on_panic); // the caller's guard takes over
     log
 }
 
@@ -156,6 +168,7 @@ fn a_throttled_add_records_its_wait_as_success_once_inserted() {
     let fs = SimFs::new(2);
     let gate = Gate::default();
     let log = log_with_a_held_flush(&fs, &gate, Duration::from_secs(60));
+    let _open = OpenOnDrop(gate.clone());
     let adder = {
         let log = log.clone();
         std::thread::spawn(move || log.add_entry(1, 6, entry(1, 6, 5, BIG, 6)))
@@ -190,6 +203,7 @@ fn a_throttled_add_refused_after_the_throttle_time_is_a_failure() {
     let fs = SimFs::new(3);
     let gate = Gate::default();
     let log = log_with_a_held_flush(&fs, &gate, Duration::from_millis(50));
+    let _open = OpenOnDrop(gate.clone());
     let r = log.add_entry(1, 6, entry(1, 6, 5, BIG, 6));
     assert!(matches!(r, Err(Error::Throttled(_))), "{r:?}");
     let m = log.metrics();
