@@ -11,6 +11,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod common;
+mod loopfs;
 mod ops_support;
 
 use std::process::{Child, Command, Stdio};
@@ -50,7 +51,11 @@ async fn start(args: &[&str]) -> Bookie {
 }
 
 async fn start_with(mode: &[&str], args: &[&str]) -> Bookie {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(tempfile::tempdir().unwrap(), mode, args).await
+}
+
+/// [`start_with`] with its data in `dir`.
+async fn start_in(dir: tempfile::TempDir, mode: &[&str], args: &[&str]) -> Bookie {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
         .args(mode)
@@ -312,6 +317,8 @@ async fn a_loaded_bookie_exports_live_stock_series() {
         "bookie_journal_JOURNAL_ADD_ENTRY",
         "bookie_journal_JOURNAL_FORCE_LEDGER",
         "bookie_journal_JOURNAL_SYNC",
+        // The first group after start-up opens a fresh segment.
+        "bookie_journal_JOURNAL_CREATION_LATENCY",
     ] {
         let line = format!("{op}_count{{success=\"true\",journalIndex=\"0\"}}");
         assert!(sample(&text, &line).unwrap_or(0.0) >= 1.0, "{op} stayed 0");
@@ -355,9 +362,26 @@ async fn a_loaded_bookie_exports_live_stock_series() {
     );
     assert!(labelled(&after, "bookie_read_cache_hits") >= 1.0);
     assert!(labelled_ok(&after, "bookie_readahead_batch_count_count") >= 1.0);
+    // Each read-ahead's bytes (over 1,000 per entry read ahead) and time; the configured
+    // entries per read-ahead (dbStorage_readAheadCacheBatchSize's default).
+    let read_ahead = labelled_ok(&after, "bookie_readahead_batch_count_sum");
+    assert!(read_ahead >= 1.0);
+    assert!(labelled_ok(&after, "bookie_readahead_batch_size_sum") > read_ahead * 1000.0);
+    assert!(labelled(&after, "bookie_readahead_time") > 0.0);
+    assert_eq!(
+        sample(&after, "bookie_readahead_max_batch_size"),
+        Some(100.0)
+    );
+    // Every add went into the write cache (none waited: the cache is large).
+    assert_eq!(labelled_ok(&text, "bookie_add_entry_count"), adds);
+    assert_eq!(labelled_ok(&text, "bookie_throttled_write_count"), 0.0);
+    // GC is off in a standalone bookie: nothing to fail (fed in
+    // gc_counts_a_segment_file_it_cannot_remove).
+    assert_eq!(sample(&text, "bookie_RECLAIM_FAILED_TO_DELETE"), Some(0.0));
     assert!(labelled_ok(&text, "bookie_flush_size_sum") >= 200_000.0);
     assert!(labelled(&after, "bookie_read_cache_size") > 0.0);
-    assert!(labelled(&text, "bookie_write_cache_max_size") > 0.0);
+    // DbLedgerStorage's own gauges: no ledgerDir/indexDir labels, as Java's.
+    assert!(sample(&text, "bookie_write_cache_max_size").unwrap_or(0.0) > 0.0);
     let _ = labelled(&text, "bookie_write_cache_size");
     assert!(labelled(&text, "bookie_ACTIVE_ENTRY_LOG_TOTAL") >= 1.0);
     assert!(labelled(&text, "bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES") >= 200_000.0);
@@ -380,6 +404,200 @@ async fn a_loaded_bookie_exports_live_stock_series() {
     assert!(fds >= 3.0 && fds <= sample(&text, "process_max_fds").unwrap());
     assert!(sample(&text, "process_start_time_seconds").unwrap() > 1.6e9);
     assert!(text.contains("bookie_rs_build_info{version=\""), "{text}");
+    stop(b);
+}
+
+/// Adds pipelined faster than a 1 MiB write cache flushes: some wait for space
+/// (`bookie_throttled_write`, success once inserted) and every add is timed
+/// (`bookie_add_entry`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_write_cache_feeds_throttled_write() {
+    const BIG_ADDS: i64 = 40;
+    let mport = free_port();
+    let b = start(&[
+        "--metrics-port",
+        &mport.to_string(),
+        "--set",
+        "prometheusStatsHttpAddress=127.0.0.1",
+        "--set",
+        "dbStorage_writeCacheMaxSizeMb=1",
+    ])
+    .await;
+    // 200 KiB entries: a half of 512 KiB takes two, the third swaps it out to the
+    // flusher (a segment write, its fdatasync and the ledger state's), and the fifth
+    // waits for that flush unless it was done within two entries' receive time.
+    let mut c = Client::connect(([127, 0, 0, 1], b.port).into()).await;
+    for e in 0..BIG_ADDS {
+        let add = bk_proto::v2::AddRequest::new(
+            Flags::NONE,
+            key(),
+            entry(LEDGER, e, e - 1, &[3u8; 200 * 1024]),
+        )
+        .expect("entry");
+        c.v2_send(bk_proto::v2::Request::AddEntry(add)).await;
+    }
+    for _ in 0..BIG_ADDS {
+        match c.v2_recv().await {
+            bk_proto::v2::Response::AddEntry(r) => assert_eq!(r.error, ErrorCode::Ok),
+            other => panic!("{other:?}"),
+        }
+    }
+    let text = get(mport, "/metrics").await.expect("metrics port").1;
+    let throttled = labelled(&text, "bookie_throttled_write_requests");
+    println!("adds that waited for space: {throttled} of {BIG_ADDS}");
+    assert!(throttled >= 1.0, "no add waited for space:\n{text}");
+    assert_eq!(
+        labelled_ok(&text, "bookie_throttled_write_count"),
+        throttled
+    );
+    assert!(labelled_ok(&text, "bookie_throttled_write_sum") > 0.0);
+    assert_eq!(
+        labelled_ok(&text, "bookie_add_entry_count"),
+        BIG_ADDS as f64
+    );
+    assert!(labelled_ok(&text, "bookie_add_entry_sum") > 0.0);
+    stop(b);
+}
+
+/// Clears the immutable attribute of a file on drop, so the test's directories can go
+/// whatever happens.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    fn set(path: &std::path::Path) -> Immutable {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "chattr +i {} (ext4, root)", path.display());
+        Immutable(path.to_path_buf())
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+/// A ledger deleted from ZooKeeper whose segment file cannot be removed (immutable):
+/// GC deletes the ledger, counts the failed removal (`bookie_RECLAIM_FAILED_TO_DELETE`)
+/// and keeps running; once the file can go, a later round removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_counts_a_segment_file_it_cannot_remove() {
+    const TEST: &str = "gc_counts_a_segment_file_it_cannot_remove";
+    let Some(zk) = ops_support::zk_server(TEST) else {
+        return;
+    };
+    // ext4, where root can make a file immutable (chattr +i) and unlink then fails.
+    let Some(mount) = loopfs::mount_or_skip(TEST, 64 << 20) else {
+        return;
+    };
+    let observer = ops_support::observer(zk).await;
+    let root = format!("/metrics-reclaim-{}", std::process::id());
+    ops_support::init_cluster(&observer, &root, None).await;
+    let uri = format!("zk+hierarchical://{}{root}", zk.connect);
+    let mport = free_port();
+    // Only the ledger directory on the small file system (the journal's preallocated
+    // segments would fill it).
+    let journal = tempfile::tempdir().unwrap();
+    let journal_dir = journal.path().display().to_string();
+    let b = start_in(
+        tempfile::tempdir_in(mount.path()).unwrap(),
+        &["--metadata-service-uri", &uri],
+        &[
+            "--journal-dirs",
+            &journal_dir,
+            "--advertised-address",
+            "127.0.0.1",
+            "--allow-loopback",
+            "--metrics-port",
+            &mport.to_string(),
+            "--set",
+            "prometheusStatsHttpAddress=127.0.0.1",
+            "--set",
+            "gcWaitTime=500",
+            "--set",
+            "flushInterval=200",
+        ],
+    )
+    .await;
+    // The ledger is open with this bookie in its ensemble: GC keeps it.
+    let me = format!("127.0.0.1:{}", b.port);
+    let md = bookie::admin::ledger_metadata::encode_ensembles_for_tests(
+        &[(0, &[me.as_str()])],
+        bookie::admin::ledger_metadata::LedgerState::Open,
+        None,
+    );
+    let znode = bookie::gc_scan::ledger_path(&root, LEDGER as u64);
+    let mut at = String::new();
+    let parts: Vec<&str> = znode.trim_start_matches('/').split('/').collect();
+    for (i, p) in parts.iter().enumerate() {
+        at.push('/');
+        at.push_str(p);
+        let d: &[u8] = if i + 1 == parts.len() { &md } else { b"" };
+        match observer.create(&at, d, &ops_support::open()).await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(e) => panic!("create {at}: {e}"),
+        }
+    }
+    let mut c = Client::connect(([127, 0, 0, 1], b.port).into()).await;
+    for e in 0..10 {
+        let r = c
+            .v2_add(Flags::NONE, key(), entry(LEDGER, e, e - 1, &[5u8; 1000]))
+            .await;
+        assert_eq!(r.error, ErrorCode::Ok, "add {e}");
+    }
+    let current = b.dir.path().join("ledgers").join("current");
+    let segments = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&current)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let seg = loop {
+        if let [one] = segments().as_slice() {
+            break one.clone();
+        }
+        assert!(Instant::now() < deadline, "never flushed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let pinned = Immutable::set(&seg);
+    observer
+        .delete(&znode, None)
+        .await
+        .expect("delete metadata");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = get(mport, "/metrics").await.expect("metrics").1;
+        if sample(&text, "bookie_RECLAIM_FAILED_TO_DELETE").unwrap_or(0.0) >= 1.0 {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed removal counted:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(sample(&text, "bookie_DELETED_LEDGER_TOTAL").unwrap() >= 1.0);
+    assert_eq!(c.v2_read(LEDGER, 0).await.error, ErrorCode::NoLedger);
+    assert!(seg.exists());
+    // The file can go now: a later round removes it, and the bookie kept serving.
+    drop(pinned);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seg.exists() {
+        assert!(Instant::now() < deadline, "{} never removed", seg.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = c
+        .v2_add(Flags::NONE, key(), entry(LEDGER + 1, 0, -1, b"still up"))
+        .await;
+    assert_eq!(r.error, ErrorCode::Ok);
     stop(b);
 }
 

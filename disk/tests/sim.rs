@@ -664,6 +664,47 @@ fn two_handles_share_one_file_system() {
 }
 
 #[test]
+fn fault_remove_eio_leaves_the_file_named() {
+    let fs = SimFs::new(12);
+    let mut d = fs.disk();
+    d.create_dir_all(Path::new("/d")).unwrap();
+    for name in ["/d/a", "/d/b"] {
+        let f = d.open(Path::new(name), rw()).unwrap();
+        write_sync(&mut d, f, 0, filled(1, 1)).unwrap();
+        d.close(f).unwrap();
+    }
+    d.sync_dir(Path::new("/d")).unwrap();
+    fs.set_faults(Faults {
+        fail_remove_nth: Some(2),
+        ..Default::default()
+    });
+    d.remove(Path::new("/d/a")).unwrap();
+    assert_eq!(
+        d.remove(Path::new("/d/b")).unwrap_err().raw_os_error(),
+        Some(libc::EIO)
+    );
+    assert_eq!(
+        fs.fault_log(),
+        vec![FaultEvent::RemoveEio {
+            path: "/d/b".into()
+        }]
+    );
+    // Still there, readable, and removable once the fault has passed.
+    let f = d.open(Path::new("/d/b"), Default::default()).unwrap();
+    assert_eq!(read(&mut d, f, 0, SECTOR).unwrap(), vec![1u8; SECTOR]);
+    d.close(f).unwrap();
+    d.remove(Path::new("/d/b")).unwrap();
+    fs.set_faults(Faults {
+        remove_eio: 1.0,
+        ..Default::default()
+    });
+    let f = d.open(Path::new("/d/c"), rw()).unwrap();
+    d.close(f).unwrap();
+    assert!(d.remove(Path::new("/d/c")).is_err());
+    assert_eq!(d.list_dir(Path::new("/d")).unwrap().len(), 1);
+}
+
+#[test]
 fn fault_sync_dir_eio_keeps_entries_not_durable() {
     let fs = SimFs::new(11);
     let mut d = fs.disk();

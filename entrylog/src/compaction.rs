@@ -26,6 +26,7 @@
 //! also have left, which start-up already handles.
 
 use crate::format::EntryLoc;
+use crate::gc::DeadFile;
 use crate::index::{Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
 use crate::segment::{self, SegmentInput};
@@ -320,8 +321,8 @@ impl Shared {
         // Switch the index over: for each ledger the group's runs are replaced by one
         // run holding the copies that are still current.
         let src: HashSet<u64> = ids.iter().copied().collect();
-        // Ledgers named by the old segments, counted until their files are removed.
-        let mut forgotten: Vec<u64> = Vec::new();
+        // The old segment files, counted (their ledgers) until they are removed.
+        let mut forgotten: Vec<DeadFile> = Vec::new();
         {
             let mut g = self.inner.lock();
             let g = &mut *g;
@@ -392,7 +393,12 @@ impl Shared {
             let old_len: u64 = old.iter().map(|x| x.2).sum();
             for (id, _, _) in &old {
                 if let Some(m) = g.index.forget_segment(*id) {
-                    forgotten.extend(m.ledgers);
+                    forgotten.push(DeadFile {
+                        id: *id,
+                        dir: m.dir,
+                        len: m.file_len,
+                        ledgers: m.ledgers,
+                    });
                 }
             }
             report.reclaimed_bytes += old_len.saturating_sub(new_file_len);
@@ -408,17 +414,8 @@ impl Shared {
         // old files may go, once the ledger-state file no longer lists them
         // (docs/durability.md, "What is detected and how").
         self.persist_state(false)?;
-        let mut dirs = HashSet::new();
-        for (id, d, _) in &old {
-            self.remove_segment_file(disk, *id, &self.seg_path(*d, *id))?;
-            dirs.insert(*d);
-        }
-        for d in dirs {
-            disk.sync_dir(&self.dirs[d])
-                .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
-        }
-        // The old files are gone for good: their ledgers' tombstones may now expire.
-        self.inner.lock().index.release_refs(&forgotten);
+        // A file that cannot be removed is counted and retried later (gc.rs).
+        self.remove_files(disk, forgotten, None)?;
         Ok(())
     }
 

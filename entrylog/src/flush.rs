@@ -20,6 +20,42 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// An add waiting for write-cache space: records `throttled_write` once, as a success
+/// when [`Throttle::inserted`] is called, else (any early return) as a failure.
+struct Throttle<'a> {
+    metrics: &'a M,
+    started: Instant,
+    deadline: Instant,
+    inserted: bool,
+}
+
+impl<'a> Throttle<'a> {
+    fn start(metrics: &'a M, max: Duration) -> Self {
+        let started = Instant::now();
+        Throttle {
+            metrics,
+            started,
+            deadline: started + max,
+            inserted: false,
+        }
+    }
+
+    fn inserted(mut self) {
+        self.inserted = true;
+    }
+}
+
+impl Drop for Throttle<'_> {
+    fn drop(&mut self) {
+        let waited = self.started.elapsed();
+        if self.inserted {
+            self.metrics.throttled_write_latency.record(waited);
+        } else {
+            self.metrics.throttled_write_failed_latency.record(waited);
+        }
+    }
+}
+
 impl Shared {
     /// `replayed`: a journal record applied at start-up. While no directory has room,
     /// a full cache refuses an add at once (`OutOfSpace`, EREADONLY on the wire) instead
@@ -40,9 +76,11 @@ impl Shared {
                 self.cfg.max_entry_bytes
             )));
         }
+        let started = Instant::now();
         let half = self.cfg.write_cache_bytes / 2;
         let mut g = self.inner.lock();
-        let mut deadline: Option<Instant> = None;
+        // While set, the add is throttled (`throttled_write` from its start).
+        let mut throttle: Option<Throttle<'_>> = None;
         loop {
             Self::check_not_deleted(&g, ledger)?;
             let used = g.active.bytes();
@@ -60,14 +98,19 @@ impl Shared {
                 M::add(&self.metrics.rejected_write_requests, 1);
                 return Err(Error::OutOfSpace);
             }
-            let d = *deadline.get_or_insert_with(|| {
-                M::add(&self.metrics.throttled_write_requests, 1);
-                Instant::now() + self.cfg.max_throttle
-            });
+            let d = throttle
+                .get_or_insert_with(|| {
+                    M::add(&self.metrics.throttled_write_requests, 1);
+                    Throttle::start(&self.metrics, self.cfg.max_throttle)
+                })
+                .deadline;
             if self.cache_cv.wait_until(&mut g, d).timed_out() && g.flushing.is_some() {
                 M::add(&self.metrics.rejected_write_requests, 1);
                 return Err(Error::Throttled(self.cfg.max_throttle));
             }
+        }
+        if let Some(t) = throttle {
+            t.inserted();
         }
         let lac = lac_field(&data);
         g.active.put(ledger, entry, data);
@@ -86,6 +129,7 @@ impl Shared {
         self.update_cache_gauges_locked(&g);
         drop(g);
         self.read_cache.lock().remove(ledger, entry);
+        self.metrics.add_entry_latency.record(started.elapsed());
         Ok(())
     }
 

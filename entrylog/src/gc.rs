@@ -12,6 +12,13 @@
 //! call returns; dead segment files not yet removed stay on disk, and hold nothing live
 //! (their entries are superseded or tombstoned), so the next start finds them dead again
 //! and the next GC or compaction removes them.
+//!
+//! A segment file that cannot be removed (the unlink fails) is logged, counted
+//! (`RECLAIM_FAILED_TO_DELETE`) and kept in `Inner::undeleted`; the round goes on with
+//! the other files, and every later GC or compaction round retries it, as Java's
+//! GarbageCollectorThread keeps an entry log it could not delete and retries it. Its
+//! ledgers keep their tombstones until it is gone; after a restart it is found dead
+//! again like a file a cancel left behind.
 
 use crate::metrics::EntryLogMetrics as M;
 use crate::{Cancel, EntryLog, Error, GcReport, Result, Shared};
@@ -126,13 +133,9 @@ impl Shared {
         deleted
     }
 
-    /// Closes every reader's handle on a segment, then removes the file.
-    pub(crate) fn remove_segment_file(
-        &self,
-        disk: &mut dyn Disk,
-        seg: u64,
-        path: &Path,
-    ) -> Result<()> {
+    /// Closes every reader's handle on a segment, then removes the file (one already
+    /// gone counts as removed, as Java's `removeEntryLog` counts it).
+    fn remove_segment_file(&self, disk: &mut dyn Disk, seg: u64, path: &Path) -> Result<()> {
         for r in &self.readers {
             let mut r = r.lock();
             if let Some(f) = r.files.remove(&seg) {
@@ -146,6 +149,58 @@ impl Shared {
         }
     }
 
+    /// Removes segment files the ledger-state file no longer lists, then syncs their
+    /// directories and releases their ledgers' references (tombstones may expire).
+    /// Stops before the next file once `cancel` is cancelled. A file whose removal
+    /// fails, or that a cancel left, joins `Inner::undeleted` for the next round; a
+    /// failure is logged and counted (module docs), never an error. Returns (count,
+    /// bytes) of the files removed.
+    pub(crate) fn remove_files(
+        &self,
+        disk: &mut dyn Disk,
+        files: Vec<DeadFile>,
+        cancel: Option<&Cancel>,
+    ) -> Result<(usize, u64)> {
+        let mut dirs = HashSet::new();
+        let mut removed = Vec::new();
+        let mut kept = Vec::new();
+        for f in files {
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                kept.push(f);
+                continue;
+            }
+            match self.remove_segment_file(disk, f.id, &self.seg_path(f.dir, f.id)) {
+                Ok(()) => {
+                    dirs.insert(f.dir);
+                    removed.push(f);
+                }
+                Err(e) => {
+                    M::add(&self.metrics.reclaim_failed_to_delete, 1);
+                    tracing::warn!(
+                        error = %e,
+                        segment = f.id,
+                        "could not remove a segment file that holds nothing live; retrying at the next GC round"
+                    );
+                    kept.push(f);
+                }
+            }
+        }
+        let mut g = self.inner.lock();
+        g.undeleted.extend(kept);
+        drop(g);
+        for d in dirs {
+            disk.sync_dir(&self.dirs[d])
+                .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
+        }
+        // The files are gone for good: their ledgers' tombstones may now expire (not
+        // those of files left behind).
+        let mut g = self.inner.lock();
+        for f in &removed {
+            g.index.release_refs(&f.ledgers);
+        }
+        Ok((removed.len(), removed.iter().map(|f| f.len).sum()))
+    }
+
     /// Removes segments with no live bytes (not being compacted). Returns (count, bytes)
     /// of the files removed; stops before the next file once `cancel` is cancelled
     /// (module docs): a file left behind is no longer listed in the state, exactly as
@@ -155,7 +210,7 @@ impl Shared {
         if cancel.is_some_and(Cancel::is_cancelled) {
             return Ok((0, 0));
         }
-        let dead: Vec<(u64, usize, u64, Vec<u64>)> = {
+        let (dead, retries): (Vec<DeadFile>, Vec<DeadFile>) = {
             let mut g = self.inner.lock();
             let ids: Vec<u64> = g
                 .index
@@ -175,41 +230,41 @@ impl Shared {
                     }
                 }
                 if let Some(s) = g.index.forget_segment(id) {
-                    v.push((id, s.dir, s.file_len, s.ledgers));
+                    v.push(DeadFile {
+                        id,
+                        dir: s.dir,
+                        len: s.file_len,
+                        ledgers: s.ledgers,
+                    });
                 }
             }
             self.update_gauges_locked(&g);
-            v
+            (v, std::mem::take(&mut g.undeleted))
         };
-        if dead.is_empty() {
+        if dead.is_empty() && retries.is_empty() {
             return Ok((0, 0));
         }
         // The ledger-state file lists the segments that must exist: drop these from it
         // durably before their files go (docs/durability.md, "What is detected and how").
-        self.persist_state(false)?;
-        let mut disk = self.aux_disk.lock();
-        let mut dirs = HashSet::new();
-        let mut bytes = 0;
-        let mut removed = 0;
-        for (id, dir, len, _) in &dead {
-            if cancel.is_some_and(Cancel::is_cancelled) {
-                break;
+        // Files to retry are listed no longer already.
+        if !dead.is_empty() {
+            if let Err(e) = self.persist_state(false) {
+                self.inner.lock().undeleted.extend(retries);
+                return Err(e);
             }
-            self.remove_segment_file(disk.as_mut(), *id, &self.seg_path(*dir, *id))?;
-            dirs.insert(*dir);
-            bytes += len;
-            removed += 1;
         }
-        for d in dirs {
-            disk.sync_dir(&self.dirs[d])
-                .map_err(|e| Error::io(format!("syncing {}", self.dirs[d].display()), e))?;
-        }
-        // The files are gone for good: their ledgers' tombstones may now expire (not
-        // those of files a cancel left behind).
-        let mut g = self.inner.lock();
-        for (_, _, _, ledgers) in &dead[..removed] {
-            g.index.release_refs(ledgers);
-        }
-        Ok((removed, bytes))
+        let mut disk = self.aux_disk.lock();
+        let files = retries.into_iter().chain(dead).collect();
+        self.remove_files(disk.as_mut(), files, cancel)
     }
+}
+
+/// A segment file the index no longer lists and that is still to be removed.
+pub(crate) struct DeadFile {
+    pub(crate) id: u64,
+    pub(crate) dir: usize,
+    /// The file's length (reclaimed once it is removed).
+    pub(crate) len: u64,
+    /// The ledgers it names (references released once it is removed).
+    pub(crate) ledgers: Vec<u64>,
 }

@@ -116,6 +116,9 @@ struct Inner {
     /// The last flush failed for lack of space and none has succeeded since: the log is
     /// read-only and a full cache refuses adds at once.
     no_space: bool,
+    /// Segment files no longer listed whose removal failed (or was cancelled): retried
+    /// by the next GC or compaction round (gc.rs).
+    undeleted: Vec<gc::DeadFile>,
 }
 
 /// Who is told of storage-mode changes, and what it was told last.

@@ -90,8 +90,25 @@ pub struct EntryLogMetrics {
     /// `readahead_batch_count` (batches) and entries read ahead in total.
     pub readahead_batch_count: AtomicU64,
     pub readahead_entries: AtomicU64,
+    /// `readahead_batch_size`: bytes of the entries read ahead, in total (one event per
+    /// batch, counted in `readahead_batch_count`).
+    pub readahead_bytes: AtomicU64,
+    /// `readahead_time`: nanoseconds spent reading read-ahead batches from disk and
+    /// caching them, in total (Java: a counter of milliseconds).
+    pub readahead_time_ns: AtomicU64,
+    /// `readahead_max_batch_size`: the configured entries per read-ahead
+    /// (`dbStorage_readAheadCacheBatchSize`).
+    pub readahead_max_batch_size: AtomicU64,
+    /// `add_entry`: time of each successful add into the write cache, a throttled
+    /// wait for space included (as Java's `addEntry`; failures are not recorded).
+    pub add_entry_latency: LatencyHistogram,
     /// `throttled_write_requests`: adds that had to wait for cache space.
     pub throttled_write_requests: AtomicU64,
+    /// `throttled_write`: how long such an add waited, until it was inserted
+    /// (success) or refused (failure: the throttle time ran out, or the log turned
+    /// out of space or the ledger was deleted while it waited).
+    pub throttled_write_latency: LatencyHistogram,
+    pub throttled_write_failed_latency: LatencyHistogram,
     /// `rejected_write_requests`: adds rejected after the throttle time.
     pub rejected_write_requests: AtomicU64,
     /// `flush`: latency of write-cache flushes (segment + index + ledger state).
@@ -108,6 +125,10 @@ pub struct EntryLogMetrics {
     /// `RECLAIMED_DELETION_SPACE_BYTES`: segment bytes freed by deleting segments
     /// whose ledgers were all deleted.
     pub reclaimed_deletion_space_bytes: AtomicU64,
+    /// `RECLAIM_FAILED_TO_DELETE`: failed removals of segment files that hold nothing
+    /// live (dead after GC, or replaced by compaction); each failed attempt counts,
+    /// and the file is retried at the next GC or compaction round.
+    pub reclaim_failed_to_delete: AtomicU64,
     /// `RECLAIMED_COMPACTION_SPACE_BYTES`: bytes freed by compaction.
     pub reclaimed_compaction_space_bytes: AtomicU64,
     /// `MAJOR_COMPACTION_TOTAL` (we have one threshold: every compacted segment counts).

@@ -187,6 +187,10 @@ impl EntryLog {
         let aux = mk("maintenance")?;
         let metrics = EntryLogMetrics::default();
         M::set(&metrics.write_cache_max_size, cfg.write_cache_bytes as u64);
+        M::set(
+            &metrics.readahead_max_batch_size,
+            cfg.readahead_entries as u64,
+        );
         let shared = Arc::new(Shared {
             read_cache: Mutex::new(ReadCache::new(cfg.read_cache_bytes)),
             readahead_cv: Condvar::new(),
@@ -210,6 +214,7 @@ impl EntryLog {
                 flusher_backoff: std::time::Duration::ZERO,
                 flush_cursor: None,
                 no_space: false,
+                undeleted: Vec::new(),
             }),
             cache_cv: Condvar::new(),
             flusher_cv: Condvar::new(),

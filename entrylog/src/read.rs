@@ -162,6 +162,7 @@ impl Shared {
                             match r {
                                 Ok(b) => {
                                     M::add(&self.metrics.readahead_entries, 1);
+                                    M::add(&self.metrics.readahead_bytes, b.len() as u64);
                                     rc.insert(ledger, l.entry, seg, l.offset, b);
                                 }
                                 Err(e) => self.report_corrupt_entry(&path, seg, ledger, l, &e),
@@ -169,6 +170,11 @@ impl Shared {
                         }
                         M::set(&self.metrics.read_cache_size, rc.bytes() as u64);
                         M::set(&self.metrics.read_cache_count, rc.count() as u64);
+                        drop(rc);
+                        // The batch is one disk read with the missed entry: its time
+                        // and the caching of the read-ahead entries.
+                        let ns = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                        M::add(&self.metrics.readahead_time_ns, ns);
                     }
                     return match first {
                         Some((Ok(b), _)) => Ok(b),

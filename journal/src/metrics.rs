@@ -51,6 +51,13 @@ pub struct JournalMetrics {
     /// Barrier (force-ledger) latency in µs, from admission to acknowledgement (success
     /// only). Stock: `bookie_journal_JOURNAL_FORCE_LEDGER`.
     pub force_ledger_latency_us: Mutex<Histogram<u64>>,
+    /// Time in µs the committer spent getting the next segment ready when a group
+    /// starts one (the first group after open, and every switch): waiting for a spare
+    /// operation, finishing the spare, then renaming a free segment or creating a
+    /// preallocated one, syncing the directory, opening it (success only).
+    /// Stock: `bookie_journal_JOURNAL_CREATION_LATENCY` (Java: creating its next
+    /// journal file).
+    pub segment_creation_latency_us: Mutex<Histogram<u64>>,
     /// Records acknowledged successfully.
     pub records_acked: AtomicU64,
     /// Segment files created (zero-filled) and recycled.
@@ -75,6 +82,7 @@ impl Default for JournalMetrics {
             groups: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             force_ledger_latency_us: hist(),
+            segment_creation_latency_us: hist(),
             records_acked: AtomicU64::new(0),
             segments_created: AtomicU64::new(0),
             segments_recycled: AtomicU64::new(0),
@@ -159,5 +167,6 @@ impl JournalMetrics {
         self.sync_latency_us.lock().reset();
         self.group_records.lock().reset();
         self.group_bytes.lock().reset();
+        self.segment_creation_latency_us.lock().reset();
     }
 }

@@ -33,6 +33,11 @@ fn round_trip_across_segments_and_reopen() {
         seqs.push(s);
     }
     assert!(seqs.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+    // Every segment the groups started was timed: bookie_journal_JOURNAL_CREATION_LATENCY.
+    let m = j.metrics(0).unwrap();
+    // 300 x 700 bytes span at least 4 segments of 64 KiB.
+    let created = m.segment_creation_latency_us.lock().len();
+    assert!(created >= 4, "{created}");
     j.shutdown();
     let (j, r, recs) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
     assert_eq!(recs.len(), 300);

@@ -78,6 +78,27 @@ fn latency_summary(h: &LatencyHistogram, failures: u64) -> SummarySnapshot {
     }
 }
 
+fn latency_outcome(h: &LatencyHistogram) -> OutcomeSnapshot {
+    let count = h.count();
+    OutcomeSnapshot {
+        count,
+        sum: h.sum_us() as f64 / 1000.0,
+        quantiles: if count == 0 {
+            [f64::NAN; 7]
+        } else {
+            QUANTILES.map(|q| h.quantile_us(q) as f64 / 1000.0)
+        },
+    }
+}
+
+/// An op stat whose successes and failures are each a latency histogram.
+fn outcomes_summary(ok: &LatencyHistogram, failed: &LatencyHistogram) -> SummarySnapshot {
+    SummarySnapshot {
+        success: latency_outcome(ok),
+        failure: latency_outcome(failed),
+    }
+}
+
 /// Exports one journal directory's metrics with label `journalIndex`.
 pub fn journal_collector(
     m: Arc<JournalMetrics>,
@@ -105,6 +126,11 @@ pub fn journal_collector(
             "bookie_journal_JOURNAL_SYNC",
             &l,
             &hdr_summary!(m.sync_latency_us, 1000.0),
+        );
+        s.summary(
+            "bookie_journal_JOURNAL_CREATION_LATENCY",
+            &l,
+            &hdr_summary!(m.segment_creation_latency_us, 1000.0),
         );
         s.summary(
             "bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES",
@@ -213,9 +239,10 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         &l,
         g(&m.write_cache_count) as f64,
     );
+    // DbLedgerStorage's own gauge, not per directory: no labels, as Java's.
     s.gauge(
         "bookie_write_cache_max_size",
-        &l,
+        &[],
         g(&m.write_cache_max_size) as f64,
     );
     s.gauge("bookie_read_cache_size", &l, g(&m.read_cache_size) as f64);
@@ -233,6 +260,19 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         "bookie_rejected_write_requests",
         &l,
         g(&m.rejected_write_requests),
+    );
+    s.summary(
+        "bookie_add_entry",
+        &l,
+        &latency_summary(&m.add_entry_latency, 0),
+    );
+    s.summary(
+        "bookie_throttled_write",
+        &l,
+        &outcomes_summary(
+            &m.throttled_write_latency,
+            &m.throttled_write_failed_latency,
+        ),
     );
     s.summary(
         "bookie_flush",
@@ -255,6 +295,24 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         &l,
         &totals_summary(g(&m.readahead_batch_count), g(&m.readahead_entries)),
     );
+    s.summary(
+        "bookie_readahead_batch_size",
+        &l,
+        &totals_summary(g(&m.readahead_batch_count), g(&m.readahead_bytes)),
+    );
+    // Java's is a counter of milliseconds (each read-ahead's time truncated to whole
+    // ms before it is added); ours adds exact time, so it may be fractional.
+    s.counter_f64(
+        "bookie_readahead_time",
+        &l,
+        g(&m.readahead_time_ns) as f64 / 1e6,
+    );
+    // As `write_cache_max_size`.
+    s.gauge(
+        "bookie_readahead_max_batch_size",
+        &[],
+        g(&m.readahead_max_batch_size) as f64,
+    );
     s.gauge("bookie_ledgers_count", &l, g(&m.active_ledgers) as f64);
     s.gauge("bookie_entries_count", &l, g(&m.entries_count) as f64);
     s.counter(
@@ -266,6 +324,11 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         "bookie_RECLAIMED_DELETION_SPACE_BYTES",
         &[],
         g(&m.reclaimed_deletion_space_bytes),
+    );
+    s.counter(
+        "bookie_RECLAIM_FAILED_TO_DELETE",
+        &[],
+        g(&m.reclaim_failed_to_delete),
     );
     s.counter(
         "bookie_RECLAIMED_COMPACTION_SPACE_BYTES",
@@ -377,6 +440,7 @@ pub fn memory_collector(
 mod tests {
     use super::*;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     #[test]
     fn entry_log_series_carry_java_names_and_dir_labels() {
@@ -397,6 +461,7 @@ mod tests {
             format!("# TYPE bookie_ledgers_count gauge\nbookie_ledgers_count{l} 7\n"),
             format!("# TYPE bookie_read_cache_hits counter\nbookie_read_cache_hits{l} 5\n"),
             format!("bookie_write_cache_size{l} 0\n"),
+            "bookie_write_cache_max_size 0\n".to_string(),
             "bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES 4096\n".to_string(),
             "# TYPE bookie_DELETED_LEDGER_TOTAL counter\n".to_string(),
             format!(
@@ -414,6 +479,49 @@ mod tests {
         assert!(
             !text.contains("bookie_ENTRY_LOG_SPACE_BYTES"),
             "not a 4.17 name"
+        );
+    }
+
+    #[test]
+    fn storage_series_of_adds_throttles_read_ahead_and_failed_removals() {
+        let m = Arc::new(EntryLogMetrics::default());
+        m.add_entry_latency.record(Duration::from_micros(300));
+        m.throttled_write_latency.record(Duration::from_millis(4));
+        m.throttled_write_failed_latency
+            .record(Duration::from_millis(10));
+        m.readahead_batch_count.store(2, Ordering::Relaxed);
+        m.readahead_bytes.store(8192, Ordering::Relaxed);
+        m.readahead_time_ns.store(1_500_000, Ordering::Relaxed);
+        m.readahead_max_batch_size.store(100, Ordering::Relaxed);
+        m.reclaim_failed_to_delete.store(3, Ordering::Relaxed);
+        let mut s = Scrape::default();
+        entrylog_collector(m, &[PathBuf::from("/d/current")])(&mut s);
+        let text = s.finish();
+        let l = "ledgerDir=\"/d/current\",indexDir=\"/d/current\"";
+        for line in [
+            "# TYPE bookie_add_entry summary\n".to_string(),
+            format!("bookie_add_entry_count{{success=\"true\",{l}}} 1\n"),
+            format!("bookie_throttled_write_count{{success=\"true\",{l}}} 1\n"),
+            format!("bookie_throttled_write_count{{success=\"false\",{l}}} 1\n"),
+            format!("bookie_throttled_write_sum{{success=\"false\",{l}}} 10.0\n"),
+            format!("bookie_readahead_batch_size_count{{success=\"true\",{l}}} 2\n"),
+            format!("bookie_readahead_batch_size_sum{{success=\"true\",{l}}} 8192.0\n"),
+            format!("# TYPE bookie_readahead_time counter\nbookie_readahead_time{{{l}}} 1.5\n"),
+            "# TYPE bookie_readahead_max_batch_size gauge\nbookie_readahead_max_batch_size 100\n"
+                .to_string(),
+            "# TYPE bookie_RECLAIM_FAILED_TO_DELETE counter\nbookie_RECLAIM_FAILED_TO_DELETE 3\n"
+                .to_string(),
+        ] {
+            assert!(text.contains(&line), "missing {line:?} in\n{text}");
+        }
+        let j = Arc::new(JournalMetrics::default());
+        let _ = j.segment_creation_latency_us.lock().record(2000);
+        let mut s = Scrape::default();
+        journal_collector(j, 0)(&mut s);
+        let text = s.finish();
+        assert!(
+            text.contains("bookie_journal_JOURNAL_CREATION_LATENCY_count{success=\"true\",journalIndex=\"0\"} 1\n"),
+            "{text}"
         );
     }
 

@@ -156,6 +156,15 @@ impl Disk for SimDisk {
             return Err(errno(libc::EISDIR));
         }
         let (parent, name) = split(path)?;
+        st.counts.removes += 1;
+        let nth = st.faults.fail_remove_nth == Some(st.counts.removes);
+        let p = st.faults.remove_eio;
+        if nth || st.chance(p) {
+            st.log.push(FaultEvent::RemoveEio {
+                path: path.to_path_buf(),
+            });
+            return Err(errno(libc::EIO));
+        }
         let dir = st
             .dirs
             .get_mut(&parent)

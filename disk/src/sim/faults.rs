@@ -30,6 +30,10 @@ pub struct Faults {
     pub sync_dir_eio: f64,
     /// Fail the Nth `sync_dir` with EIO.
     pub fail_sync_dir_nth: Option<u64>,
+    /// Probability that `remove` fails with EIO (the name stays, nothing changes).
+    pub remove_eio: f64,
+    /// Fail the Nth `remove` with EIO.
+    pub fail_remove_nth: Option<u64>,
     /// Capacity of the file system in bytes (sum of file sizes rounded to sectors).
     pub capacity_bytes: Option<u64>,
 }
@@ -58,6 +62,10 @@ pub enum FaultEvent {
     /// A `sync_dir` failed; the directory's durable entries did not change.
     SyncDirEio {
         dir: PathBuf,
+    },
+    /// A `remove` failed; the file is still there under its name.
+    RemoveEio {
+        path: PathBuf,
     },
     /// A read returned the bit `bit` of file byte `offset` flipped (storage intact).
     ReadBitFlip {

@@ -70,6 +70,9 @@
 //!   directory's durable entries stay as they were (its creates, removes and renames
 //!   are forgotten by a crash unless a later `sync_dir` succeeds). The one-shot
 //!   counter counts `sync_dir` calls.
+//! - `remove_eio`, `fail_remove_nth`: `remove` fails with EIO and the name stays in
+//!   the directory (volatile and durable alike): nothing changed. The one-shot counter
+//!   counts `remove` calls, those of missing files included.
 //! - `delay`: each reap, an operation is held back with this probability unless it
 //!   is needed to reach `min`: simulated latency, visible only as ordering.
 //! - `read_bit_flip`: a successful read returns its data with one bit flipped; the

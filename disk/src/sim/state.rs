@@ -27,6 +27,7 @@ pub(super) struct Counts {
     pub(super) writes: u64,
     pub(super) syncs: u64,
     pub(super) dir_syncs: u64,
+    pub(super) removes: u64,
 }
 
 pub(super) struct State {

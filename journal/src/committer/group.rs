@@ -41,6 +41,7 @@ impl Committer {
                     return;
                 }
             }
+            let creation = Instant::now();
             self.quiesce_spare();
             if self.files.free.is_empty() {
                 self.finish_spare_now();
@@ -48,6 +49,10 @@ impl Committer {
             let need = gw.position.offset + gw.buf.len() as u64;
             match self.files.take_for(self.disk.as_mut(), seg, need) {
                 Ok((f, len)) => {
+                    JournalMetrics::record_us(
+                        &self.metrics.segment_creation_latency_us,
+                        creation.elapsed(),
+                    );
                     self.current = Some((seg, f));
                     self.gc.set_segment_len(len);
                     self.live.insert(seg, (Seq(0), len));
