@@ -5,7 +5,9 @@
 //! never come up answering "no such entry" for acknowledged entries, or accepting adds
 //! to a ledger fenced before the stop. `bookie inspect verify` reports the lost segment.
 //! A deleted journal `checkpoint` refuses start-up too (the journal's own check, pinned
-//! here as the same user-level fault).
+//! here as the same user-level fault), and so does the newest journal segment deleted
+//! after SIGKILL with acknowledged adds not yet flushed (`journal/src/newest.rs`: before
+//! it, the bookie started and answered NoLedger for entry 0 and for entry -1).
 //!
 //! Both failed on the code before `entrylog/src/must_exist.rs` (checks disabled): the
 //! bookie started, entry 0 answered 2 (NoEntry) and the fenced ledger took an add (0).
@@ -246,4 +248,37 @@ async fn deleted_journal_checkpoint_refuses_start_up_naming_the_file() {
     assert_eq!(cps.len(), 1, "{cps:?}");
     std::fs::remove_file(&cps[0]).unwrap();
     assert_refused_naming(dir.path(), port, &cps[0]).await;
+}
+
+/// SIGKILL after 50 acknowledged adds (well inside the write cache, so no flush wrote
+/// them to a segment: the journal holds the only copy), then the only journal segment
+/// is deleted: start-up must refuse naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_newest_journal_segment_after_sigkill_refuses_start_up_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let (mut child, mut c) = serving(start(dir.path(), port), port).await;
+    for e in 0..50 {
+        let r = c
+            .v2_add(Flags::NONE, key(), entry(1, e, e - 1, &[e as u8; 300]))
+            .await;
+        assert_eq!(r.error, ErrorCode::Ok);
+    }
+    drop(c);
+    signal(&mut child, libc::SIGKILL);
+    let _ = child.wait();
+    let mut segs = Vec::new();
+    files_named(
+        &dir.path().join("journal"),
+        &|n| n.ends_with(".jseg") && !n.starts_with("free-"),
+        &mut segs,
+    );
+    segs.sort();
+    let newest = segs.last().expect("a journal segment").clone();
+    assert!(
+        newest.ends_with("current/0000000000000001.jseg"),
+        "{segs:?}"
+    );
+    std::fs::remove_file(&newest).unwrap();
+    assert_refused_naming(dir.path(), port, &newest).await;
 }

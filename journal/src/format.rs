@@ -1,4 +1,5 @@
-//! Byte formats of the journal: record header, group header, checkpoint file, and the
+//! Byte formats of the journal: record header, group header, checkpoint file, the
+//! newest-segment record, and the
 //! names of the files in a journal directory. docs/formats.md ("Journal") mirrors
 //! this file; keep them in step.
 //!
@@ -448,6 +449,89 @@ impl CheckpointRecord {
 }
 
 // ---------------------------------------------------------------------------------
+// Newest-segment record
+// ---------------------------------------------------------------------------------
+
+/// Name of the newest-segment record in a journal directory.
+pub const NEWEST_FILE: &str = "newest-segment";
+/// Magic at the start of each slot of the newest-segment record.
+pub const NEWEST_MAGIC: [u8; 8] = *b"BKJNEWST";
+/// Bytes of one slot's record (each slot is one zero-padded sector).
+pub const NEWEST_LEN: usize = 52;
+/// Slots of the newest-segment file (one sector each, written alternately).
+pub const NEWEST_SLOTS: u64 = 2;
+
+/// Which segment must exist: the newest segment the journal wrote (or is about to
+/// write) groups into, made durable before the first group written there is
+/// acknowledged (`crate::newest`).
+///
+/// File `newest-segment`, two sectors (8192 bytes); the record with generation `g`
+/// is in slot `g % 2` (bytes `(g % 2) * 4096 ..`), zero-padded, overwritten in place
+/// with one write+fdatasync; a reader takes the intact slot of the higher generation
+/// (a write torn by a crash leaves the other slot intact):
+/// ```text
+///  0..8   magic        "BKJNEWST"
+///  8..10  version      u16 (1)
+/// 10..16  reserved     (0)
+/// 16..24  journal_id   u64  the journal's random id (as in the checkpoint)
+/// 24..32  generation   u64  +1 per write
+/// 32..40  segment_id   u64  the newest segment holding groups (0: none required)
+/// 40..48  segment_len  u64  that segment file's length (files never change length)
+/// 48..52  crc          u32  crc32c(bytes 0..48)
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewestRecord {
+    pub journal_id: u64,
+    pub generation: u64,
+    pub segment_id: u64,
+    pub segment_len: u64,
+}
+
+impl NewestRecord {
+    pub fn encode(&self) -> [u8; NEWEST_LEN] {
+        let mut b = [0u8; NEWEST_LEN];
+        b[0..8].copy_from_slice(&NEWEST_MAGIC);
+        b[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[16..24].copy_from_slice(&self.journal_id.to_le_bytes());
+        b[24..32].copy_from_slice(&self.generation.to_le_bytes());
+        b[32..40].copy_from_slice(&self.segment_id.to_le_bytes());
+        b[40..48].copy_from_slice(&self.segment_len.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..48]);
+        b[48..52].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<NewestRecord, FormatError> {
+        if b.len() < NEWEST_LEN {
+            return Err(FormatError::Truncated {
+                need: NEWEST_LEN,
+                have: b.len(),
+            });
+        }
+        if b[0..8] != NEWEST_MAGIC {
+            let mut found = [0u8; 4];
+            found.copy_from_slice(&b[0..4]);
+            return Err(FormatError::BadMagic { found });
+        }
+        let version = u16_at(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(FormatError::BadVersion { found: version });
+        }
+        let stored = u32_at(b, 48);
+        let computed = crc32c::crc32c(&b[0..48]);
+        if stored != computed {
+            return Err(FormatError::ChecksumMismatch { stored, computed });
+        }
+        Ok(NewestRecord {
+            journal_id: u64_at(b, 16),
+            generation: u64_at(b, 24),
+            segment_id: u64_at(b, 32),
+            segment_len: u64_at(b, 40),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------
 // File names
 // ---------------------------------------------------------------------------------
 
@@ -477,6 +561,8 @@ pub enum DirEntryKind {
     Segment(u64),
     Free(u64),
     Checkpoint,
+    /// [`NEWEST_FILE`].
+    Newest,
     Temporary,
     /// [`COOKIE_FILE`].
     Cookie,
@@ -490,6 +576,9 @@ pub fn classify_name(name: &str) -> DirEntryKind {
     }
     if name == COOKIE_FILE {
         return DirEntryKind::Cookie;
+    }
+    if name == NEWEST_FILE {
+        return DirEntryKind::Newest;
     }
     if name.ends_with(TMP_SUFFIX) {
         return DirEntryKind::Temporary;
@@ -566,6 +655,23 @@ mod tests {
     }
 
     #[test]
+    fn newest_round_trip() {
+        let r = NewestRecord {
+            journal_id: 9,
+            generation: 3,
+            segment_id: 17,
+            segment_len: 1 << 20,
+        };
+        let b = r.encode();
+        assert_eq!(NewestRecord::decode(&b).unwrap(), r);
+        for i in 0..b.len() {
+            let mut c = b;
+            c[i] ^= 4;
+            assert!(NewestRecord::decode(&c).is_err(), "flip at {i} undetected");
+        }
+    }
+
+    #[test]
     fn names() {
         assert_eq!(
             classify_name(&segment_file_name(5)),
@@ -573,6 +679,7 @@ mod tests {
         );
         assert_eq!(classify_name(&free_file_name(7)), DirEntryKind::Free(7));
         assert_eq!(classify_name("checkpoint"), DirEntryKind::Checkpoint);
+        assert_eq!(classify_name("newest-segment"), DirEntryKind::Newest);
         assert_eq!(classify_name("x.jseg.tmp"), DirEntryKind::Temporary);
         assert_eq!(
             classify_name("VERSION"),

@@ -423,6 +423,7 @@ impl Journal {
                 o.live,
                 o.mark,
                 o.journal_id,
+                o.newest,
                 rx,
                 admission.clone(),
                 metrics.clone(),

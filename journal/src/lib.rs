@@ -41,6 +41,7 @@ pub mod format;
 pub mod fuzz_support;
 pub mod journal;
 pub mod metrics;
+mod newest;
 mod open;
 pub mod record;
 pub mod replay;

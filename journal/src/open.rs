@@ -4,6 +4,8 @@
 //!
 //! Invariants: nothing is written after the replayed log before the last replayed
 //! group and the checkpoint file were re-persisted (see `replay::resync_last_group`);
+//! the newest segment the record names exists (`newest`), and the record is
+//! rewritten to what stays live before anything is recycled;
 //! writing always resumes at offset 0 of a segment id above every existing one; a
 //! full file system does not stop the open (replay only reads): when no segment can
 //! be prepared for writing, the journal starts waiting for space (`Opened::no_space`).
@@ -12,6 +14,7 @@ use crate::commit::{LogPosition, Start};
 use crate::config::JournalConfig;
 use crate::error::JournalError;
 use crate::format::{self, classify_name, DirEntryKind};
+use crate::newest::Newest;
 use crate::replay::{self, DirReplay, ReplayedRecord, SegFile};
 use crate::segments::SegmentFiles;
 use crate::Seq;
@@ -28,6 +31,8 @@ pub(crate) struct Opened {
     pub start: Start,
     pub journal_id: u64,
     pub mark: Seq,
+    /// The newest-segment record, as rewritten at open.
+    pub newest: Newest,
     /// Set when no segment could be prepared for lack of space: the committer starts
     /// refusing appends (`NoSpace`) and retries until space returns.
     pub no_space: Option<String>,
@@ -58,6 +63,7 @@ pub(crate) fn open_dir(
     let mut segments = Vec::new();
     let mut free = Vec::new();
     let mut has_checkpoint = false;
+    let mut has_newest = false;
     let mut dir_dirty = false;
     for p in &names {
         let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
@@ -68,6 +74,7 @@ pub(crate) fn open_dir(
             DirEntryKind::Segment(id) => segments.push((id, path)),
             DirEntryKind::Free(n) => free.push((n, path)),
             DirEntryKind::Checkpoint => has_checkpoint = true,
+            DirEntryKind::Newest => has_newest = true,
             DirEntryKind::Temporary => {
                 d.remove(&path)
                     .map_err(|e| JournalError::io("remove temporary file", &path, e))?;
@@ -104,6 +111,7 @@ pub(crate) fn open_dir(
     };
     let journal_id = ckpt.journal_id;
     let mark = Seq(ckpt.mark);
+    let mut newest = Newest::read(d, dir, journal_id, has_newest && !created, config.direct_io)?;
 
     let mut segs = Vec::with_capacity(segments.len());
     for (id, path) in &segments {
@@ -116,6 +124,14 @@ pub(crate) fn open_dir(
                 return Err(e);
             }
         }
+    }
+    let found: Vec<(u64, std::path::PathBuf, u64)> =
+        segs.iter().map(|s| (s.id, s.path.clone(), s.len)).collect();
+    if let Err(e) = newest.check(&found) {
+        for s in &mut segs {
+            s.close(d);
+        }
+        return Err(e);
     }
     let mut visit_rec = |seq: Seq, kind, payload| {
         visit(&ReplayedRecord {
@@ -181,17 +197,48 @@ pub(crate) fn open_dir(
         }
     }
     // Live: segments holding a valid record above the mark. Everything else holds
-    // nothing replay needs: recycle it.
+    // nothing replay needs: recycle it, after the newest-segment record names the
+    // newest live one (record first on removal: a crash in between leaves a record
+    // whose segment still exists).
     let mut live = BTreeMap::new();
     for s in &segs {
-        match s.last_seq {
-            Some(last) if last > mark => {
-                live.insert(s.id, (last, s.len));
+        if let Some(last) = s.last_seq.filter(|l| *l > mark) {
+            live.insert(s.id, (last, s.len));
+        }
+    }
+    let (keep, keep_len) = live
+        .iter()
+        .next_back()
+        .map_or((0, 0), |(id, (_, len))| (*id, *len));
+    if !newest.exists() || newest.rec.segment_id != keep || newest.rec.segment_len != keep_len {
+        if !newest.exists() && !created {
+            tracing::info!(
+                dir = %dir.display(),
+                "journal has no {} (written before this version): recording the newest \
+                 segment now, so that a lost newest segment refuses start-up from here on",
+                format::NEWEST_FILE
+            );
+        }
+        match newest.record(d, keep, keep_len) {
+            Ok(()) => {}
+            // Nothing changed: the old record holds (none, when the file was not
+            // created), so the segment it names is not recycled; the record follows
+            // at the first segment switch.
+            Err(JournalError::NoSpace(reason)) => {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    "no room to rewrite {} at open, rewritten at the first segment switch: {reason}",
+                    format::NEWEST_FILE
+                );
             }
-            _ => {
-                files.recycle(d, &s.path, s.len)?;
-                dir_dirty = true;
-            }
+            Err(e) => return Err(e),
+        }
+    }
+    let recorded = newest.rec.segment_id;
+    for s in &segs {
+        if !live.contains_key(&s.id) && (s.id != recorded || recorded == 0) {
+            files.recycle(d, &s.path, s.len)?;
+            dir_dirty = true;
         }
     }
     if dir_dirty {
@@ -252,6 +299,7 @@ pub(crate) fn open_dir(
         start,
         journal_id,
         mark,
+        newest,
         no_space,
     })
 }

@@ -158,6 +158,7 @@ pub fn open_dir(r: &mut Reader, dir: &Path) -> std::io::Result<JournalDir> {
             DirEntryKind::Free(_) => others.push((name, "free segment")),
             DirEntryKind::Temporary => others.push((name, "temporary")),
             DirEntryKind::Checkpoint => {}
+            DirEntryKind::Newest => others.push((name, "newest-segment record")),
             DirEntryKind::Cookie => others.push((name, "cookie")),
             DirEntryKind::Unknown => others.push((name, "not the journal's")),
         }

@@ -7,7 +7,8 @@
 //! Invariants: a failed checkpoint file, recycling or directory sync is fatal (but a
 //! checkpoint file that could not be written for lack of space, before its sync, only
 //! leaves the mark where it was: `JournalError::NoSpace` to the caller); the
-//! current segment is never recycled; the mark only moves forward.
+//! current segment and the one the newest-segment record names are never recycled;
+//! the mark only moves forward.
 
 use super::{Committer, Msg};
 use crate::error::JournalError;
@@ -186,10 +187,12 @@ impl Committer {
         self.mark = mark;
         self.metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
         let current = self.current.map(|c| c.0);
+        // The segment the newest-segment record names must exist (crate::newest).
+        let recorded = self.newest.rec.segment_id;
         let done: Vec<(u64, u64)> = self
             .live
             .iter()
-            .filter(|(id, (last, _))| Some(**id) != current && *last <= mark)
+            .filter(|(id, (last, _))| Some(**id) != current && **id != recorded && *last <= mark)
             .map(|(id, (_, len))| (*id, *len))
             .collect();
         if done.is_empty() {

@@ -2,7 +2,9 @@
 //! (opening the next segment first when the group starts one) as one linked
 //! write+fdatasync, handling its completion, and delivering acknowledgements.
 //!
-//! Invariants: at most one group write is in flight; a failed, short or unsubmittable
+//! Invariants: the first group of a segment is submitted only after the
+//! newest-segment record names that segment durably (`crate::newest`); at most one
+//! group write is in flight; a failed, short or unsubmittable
 //! group write is fatal, except "no space" where nothing was made durable: a segment
 //! that could not be prepared, or a write+fdatasync that failed with ENOSPC/EDQUOT
 //! (its write half: `bk_disk::is_no_space`, no sync was issued). Then the group's
@@ -49,13 +51,35 @@ impl Committer {
             let need = gw.position.offset + gw.buf.len() as u64;
             match self.files.take_for(self.disk.as_mut(), seg, need) {
                 Ok((f, len)) => {
+                    self.live.insert(seg, (Seq(0), len));
+                    // The segment must be known to exist before a group in it is
+                    // acknowledged: one write+fdatasync per switch (crate::newest).
+                    match self.newest.record(self.disk.as_mut(), seg, len) {
+                        Ok(()) => {}
+                        Err(e) => {
+                            let _ = self.disk.close(f);
+                            let reason =
+                                format!("recording journal segment {seg} as the newest: {e}");
+                            if e.is_no_space() {
+                                // Nothing changed: the old record holds. The new file
+                                // stays empty (recycled by a later checkpoint) and
+                                // writing resumes in the segment after it.
+                                self.enter_no_space(gw.id, reason, seg + 1, Some(gw.buf));
+                            } else {
+                                self.gc.complete(gw.id, Err(reason.clone()), Some(gw.buf));
+                                self.fatal(reason);
+                            }
+                            return;
+                        }
+                    }
+                    // The creation includes the newest-segment record: the segment is
+                    // usable only once it is recorded.
                     JournalMetrics::record_us(
                         &self.metrics.segment_creation_latency_us,
                         creation.elapsed(),
                     );
                     self.current = Some((seg, f));
                     self.gc.set_segment_len(len);
-                    self.live.insert(seg, (Seq(0), len));
                     self.metrics
                         .segments_created
                         .store(self.files.created, Ordering::Relaxed);

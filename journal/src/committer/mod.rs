@@ -35,6 +35,7 @@ use crate::commit::GroupCommit;
 use crate::error::JournalError;
 use crate::journal::Admission;
 use crate::metrics::JournalMetrics;
+use crate::newest::Newest;
 use crate::record::Record;
 use crate::segments::SegmentFiles;
 use crate::space::SpaceState;
@@ -121,6 +122,9 @@ pub(crate) struct Committer {
     live: BTreeMap<u64, (Seq, u64)>,
     mark: Seq,
     journal_id: u64,
+    /// The newest-segment record: rewritten at each segment switch before the first
+    /// group there; the segment it names is never recycled.
+    newest: Newest,
     rx: Receiver<Msg>,
     admission: Arc<Admission>,
     metrics: Arc<JournalMetrics>,
@@ -154,6 +158,7 @@ impl Committer {
         live: BTreeMap<u64, (Seq, u64)>,
         mark: Seq,
         journal_id: u64,
+        newest: Newest,
         rx: Receiver<Msg>,
         admission: Arc<Admission>,
         metrics: Arc<JournalMetrics>,
@@ -172,6 +177,7 @@ impl Committer {
             live,
             mark,
             journal_id,
+            newest,
             rx,
             admission,
             metrics,
