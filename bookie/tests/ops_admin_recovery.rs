@@ -4,9 +4,14 @@
 //! three of them; one of the three stopped; the recovery asked of another. Afterwards no
 //! ensemble lists the stopped bookie, the fourth bookie took its place, every entry reads
 //! back from every member of the new ensemble with the bytes written (so the client's digest
-//! is intact), and the stopped bookie's cookie is gone (`delete_cookie`). A second ledger,
-//! open with the stopped bookie in its last ensemble, is then skipped with a log line and
-//! the run reports itself incomplete (ledger fencing is not built, docs/operations.md §2).
+//! is intact), and the stopped bookie's cookie is gone (`delete_cookie`).
+//!
+//! Then ledger recovery (admin/ledger_recovery.rs): a second ledger left OPEN by a writer
+//! that stopped without closing it, its last entry acknowledged by two of three bookies only
+//! (one of them the bookie then stopped), is fenced, its tail recovered and closed with the
+//! right lastEntryId and length, and recovered like a closed ledger: a fifth bookie takes the
+//! stopped one's place, every acknowledged entry reads back, an add to it answers fenced on
+//! the survivors, and the cookie is deleted after the complete run.
 //!
 //! Skips (printing SKIPPED) only when ZooKeeper cannot be installed and BK_REQUIRE_ZK is unset.
 
@@ -137,6 +142,22 @@ fn wait_for_log(log: &Path, needle: &str, within: Duration) {
     }
 }
 
+/// Waits (at most `within`) until the log holds `needle` `count` times.
+fn wait_for_log_count(log: &Path, needle: &str, count: usize, within: Duration) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            return;
+        }
+        assert!(
+            start.elapsed() < within,
+            "{needle:?} not logged {count} times within {within:?}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn log_has(log: &Path, needle: &str) -> bool {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -193,7 +214,7 @@ async fn recovery_moves_every_entry_of_a_stopped_bookie_and_rewrites_the_ensembl
     init_cluster(&obs, root, Some("recovery-instance")).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let logs: Vec<_> = (0..4)
+    let logs: Vec<_> = (0..5)
         .map(|i| tmp.path().join(format!("b{i}.log")))
         .collect();
     let mut nodes: Vec<Option<Node>> = (0..4)
@@ -308,31 +329,112 @@ async fn recovery_moves_every_entry_of_a_stopped_bookie_and_rewrites_the_ensembl
         "b1's cookie deleted"
     );
 
-    // Ledger 8: open, b2 in its (only, so last) ensemble: skipped, the run incomplete.
+    // Ledger 8: OPEN, E = W = 3, Qa = 2 on b0, b2, b3, as a writer leaves it that stops
+    // without closing: entries 0..=8 on all three, entry 9 acknowledged by b0 and b2 only.
     let ensemble8 = [ids[0].as_str(), ids[2].as_str(), ids[3].as_str()];
-    write(&ensemble8, &entries(8)[..2]).await;
-    let open8 = md::encode_ensembles_for_tests(&[(0, &ensemble8)], md::LedgerState::Open, None);
+    let written8 = &entries(8)[..10];
+    write(&ensemble8, &written8[..9]).await;
+    write(&[ids[0].as_str(), ids[2].as_str()], &written8[9..]).await;
+    let length8 = EntryHeader::parse(&written8[9]).unwrap().length;
     let path8 = bookie::gc_scan::ledger_path(root, 8);
+    let open8 = md::encode_open_for_tests(&ensemble8, 3, 2, 3, PASSWORD);
     obs.create(&path8, &open8, &open()).await.unwrap();
+
+    // b2 stops; a fifth bookie joins, and b1's registration is gone (so b4 is the only
+    // writable bookie outside either ensemble); b0 is asked to recover b2.
     drop(nodes[2].take());
-    let src = format!(r#"{{"bookie_src":["{}"]}}"#, ids[2]);
+    let b4 = tokio::task::block_in_place(|| spawn(server, root, &tmp.path().join("b4"), &logs[4]));
+    for gone in [&ids[1], &ids[2]] {
+        let node = format!("{root}/available/{gone}");
+        let start = Instant::now();
+        while obs.check_stat(&node).await.unwrap().is_some() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{node} still registered"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let src = format!(r#"{{"bookie_src":["{}"],"delete_cookie":true}}"#, ids[2]);
     assert_eq!(call(admin, "PUT", PATH, &src).0, 200);
     tokio::task::block_in_place(|| {
-        wait_for_log(
+        wait_for_log_count(
             &logs[0],
-            "Skip recovering ledger 8: not closed",
-            Duration::from_secs(60),
-        );
-        wait_for_log(
-            &logs[0],
-            "incomplete: 1 ledgers failed, 1 skipped",
-            Duration::from_secs(60),
-        );
+            "Complete recovering bookie",
+            2,
+            Duration::from_secs(120),
+        )
     });
-    assert_eq!(
-        ensembles(&obs, root, 8).await[0].1,
-        ensemble8.map(String::from).to_vec(),
-        "the skipped ledger keeps its ensemble"
+    assert!(
+        !log_has(&logs[0], "Exception occurred while recovering bookie"),
+        "{}",
+        std::fs::read_to_string(&logs[0]).unwrap()
     );
+
+    // The fencing reads heard LAC 8 (entry 9's header), and entry 9 was recovered past it.
+    assert!(
+        log_has(
+            &logs[0],
+            "Closing recovered ledger 8: lastAddConfirmed 8 from the fencing reads, 1 entries \
+             recovered past it, last entry 9"
+        ),
+        "{}",
+        std::fs::read_to_string(&logs[0]).unwrap()
+    );
+    // Ledger 8 closed at its last acknowledged entry, with its length; b4 in b2's place.
+    let (data8, _) = obs.get_data(&path8).await.unwrap();
+    let json8 = md::to_json(8, &data8).unwrap();
+    assert_eq!(json8["state"], "CLOSED", "{json8}");
+    assert_eq!(json8["lastEntryId"], 9, "{json8}");
+    assert_eq!(json8["length"], length8, "{json8}");
+    let new8 = vec![ids[0].clone(), b4.id.clone(), ids[3].clone()];
+    assert_eq!(ensembles(&obs, root, 8).await, vec![(0, new8.clone())]);
+    assert_eq!(
+        ensembles(&obs, root, 7).await,
+        vec![(0, vec![ids[0].clone(), ids[3].clone(), b4.id.clone()])],
+        "the closed ledger moved off b2 as well"
+    );
+    // Every acknowledged entry reads back from every member of the new ensemble.
+    for b in &new8 {
+        let c = BookieClient::connect(b).await.expect("connect");
+        for (e, want) in written8.iter().enumerate() {
+            let got = c
+                .read(8, e as i64)
+                .await
+                .expect("read")
+                .unwrap_or_else(|code| panic!("entry {e} of ledger 8 from {b}: {code:?}"));
+            assert_eq!(&got, want, "entry {e} of ledger 8 from {b}");
+        }
+    }
+    // Fenced on the survivors: the old writer's next add is refused.
+    let next = DigestManager::new(DigestType::Crc32c, PASSWORD).build_entry(
+        &EntryHeader {
+            ledger_id: 8,
+            entry_id: 10,
+            last_add_confirmed: 9,
+            length: length8 + 3,
+        },
+        b"new",
+    );
+    for b in [&ids[0], &ids[3]] {
+        let c = BookieClient::connect(b).await.expect("connect");
+        let code = c
+            .add(
+                &MasterKey::from_password(PASSWORD),
+                next.clone(),
+                Flags::NONE,
+            )
+            .await
+            .expect("add");
+        assert_eq!(code, ErrorCode::Fenced, "an add to ledger 8 on {b}");
+    }
+    assert!(
+        matches!(
+            obs.get_data(&format!("{root}/cookies/{}", ids[2])).await,
+            Err(zookeeper_client::Error::NoNode)
+        ),
+        "b2's cookie deleted after the complete run"
+    );
+    drop(b4);
     drop(nodes);
 }

@@ -1,6 +1,7 @@
 //! A small pipelined v2 client to one other bookie, for what bookie recovery
-//! (`admin/recovery.rs`) asks of a cluster's bookies: plain reads of stored entries and
-//! recovery adds (`RECOVERY_ADD` flag) of entries copied unchanged. Encoding and decoding
+//! (`admin/recovery.rs`, `admin/ledger_recovery.rs`) asks of a cluster's bookies: plain
+//! reads of stored entries, fencing reads (`DO_FENCING` with the master key) and recovery
+//! adds (`RECOVERY_ADD` flag) of entries copied unchanged. Encoding and decoding
 //! are bk-proto's; this file moves frames and matches answers to requests.
 //!
 //! Matching (docs/protocol.md §4): a v2 answer names (opcode, ledger id, entry id), so
@@ -10,6 +11,9 @@
 //! - every request ends: with the bookie's answer, with an error after [`REQUEST_TIMEOUT`],
 //!   or with the connection's failure (every waiter is failed at once, later requests fail
 //!   at once); nothing waits forever;
+//! - a caller that drops a request's future does not cancel it: the frame is written whole
+//!   and its answer consumed, so the connection stays usable (a frame cut off mid-write
+//!   would have made the bookie read the next frame's bytes as the rest of an entry);
 //! - bounded: the caller bounds the requests in flight (recovery keeps at most
 //!   `COPY_WINDOW` per fragment); an answer frame over [`MAX_FRAME_BYTES`] or one that does
 //!   not decode kills the connection (as the stock client does);
@@ -53,7 +57,7 @@ fn lock(p: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
 /// One connection to one bookie.
 pub struct BookieClient {
     addr: String,
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
     pending: Arc<Mutex<Pending>>,
     reader: JoinHandle<()>,
 }
@@ -61,6 +65,8 @@ pub struct BookieClient {
 impl Drop for BookieClient {
     fn drop(&mut self) {
         self.reader.abort();
+        // No answer can come any more: requests still in flight end now, not at their timeout.
+        kill(&self.pending, &format!("{}: client closed", self.addr));
     }
 }
 
@@ -77,7 +83,7 @@ impl BookieClient {
         let reader = tokio::spawn(read_loop(rd, pending.clone(), addr.to_string()));
         Ok(BookieClient {
             addr: addr.to_string(),
-            writer: tokio::sync::Mutex::new(wr),
+            writer: Arc::new(tokio::sync::Mutex::new(wr)),
             pending,
             reader,
         })
@@ -96,9 +102,27 @@ impl BookieClient {
     /// Reads entry `entry` of `ledger`: the stored entry bytes (metadata, digest, payload)
     /// on EOK, else the bookie's code.
     pub async fn read(&self, ledger: i64, entry: i64) -> Result<Result<Bytes, ErrorCode>, String> {
+        self.send_read(v2::ReadRequest::new(ledger, entry)).await
+    }
+
+    /// A fencing read (`DO_FENCING` with `key`, plus `extra_flags`) of entry `entry` of
+    /// `ledger` (-1: the last entry the bookie stores, the LAC read of ledger recovery): the
+    /// bookie fences the ledger before it answers, as [`BookieClient::read`] otherwise.
+    pub async fn fencing_read(
+        &self,
+        ledger: i64,
+        entry: i64,
+        key: &MasterKey,
+        extra_flags: Flags,
+    ) -> Result<Result<Bytes, ErrorCode>, String> {
+        self.send_read(v2::ReadRequest::fencing(ledger, entry, *key, extra_flags))
+            .await
+    }
+
+    async fn send_read(&self, req: v2::ReadRequest) -> Result<Result<Bytes, ErrorCode>, String> {
+        let (ledger, entry) = (req.ledger_id, req.entry_id);
         let mut frame = BytesMut::new();
-        v2::ReadRequest::new(ledger, entry)
-            .encode(&mut frame)
+        req.encode(&mut frame)
             .map_err(|e| format!("encode read: {e}"))?;
         let (code, body) = self
             .call((OpCode::ReadEntry as u8, ledger, entry), frame.freeze())
@@ -137,43 +161,59 @@ impl BookieClient {
         Ok(code)
     }
 
+    /// Sends `frame` and waits for the answer to `key`. The exchange runs in a task of its
+    /// own, so a caller that stops waiting (a dropped future) never leaves a frame half
+    /// written on the connection, nor a waiter without its request.
     async fn call(&self, key: Key, frame: Bytes) -> Result<(ErrorCode, Bytes), String> {
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = lock(&self.pending);
-            if let Some(why) = &p.dead {
-                return Err(why.clone());
-            }
-            p.waiters.entry(key).or_default().push_back(tx);
-        }
-        let sent = tokio::time::timeout(REQUEST_TIMEOUT, async {
-            self.writer.lock().await.write_all(&frame).await
-        })
-        .await;
-        let outcome = match sent {
-            Ok(Ok(())) => match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
-                Ok(Ok(answer)) => return answer,
-                Ok(Err(_)) => Err(format!("{}: connection closed", self.addr)),
-                Err(_) => Err(format!(
-                    "{}: no answer within {REQUEST_TIMEOUT:?}",
-                    self.addr
-                )),
-            },
-            Ok(Err(e)) => {
-                let why = format!("{}: write: {e}", self.addr);
-                kill(&self.pending, &why);
-                return Err(why);
-            }
-            Err(_) => Err(format!("{}: write timed out", self.addr)),
-        };
-        // A request given up on may still be answered; with a FIFO per key its late answer
-        // would go to the next request of the same key, so the connection is not reused.
-        kill(
-            &self.pending,
-            &format!("{}: abandoned after a timeout", self.addr),
+        let exchange = exchange(
+            self.writer.clone(),
+            self.pending.clone(),
+            self.addr.clone(),
+            key,
+            frame,
         );
-        outcome
+        tokio::spawn(exchange)
+            .await
+            .map_err(|e| format!("{}: request task: {e}", self.addr))?
     }
+}
+
+async fn exchange(
+    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    pending: Arc<Mutex<Pending>>,
+    addr: String,
+    key: Key,
+    frame: Bytes,
+) -> Result<(ErrorCode, Bytes), String> {
+    let (tx, rx) = oneshot::channel();
+    {
+        let mut p = lock(&pending);
+        if let Some(why) = &p.dead {
+            return Err(why.clone());
+        }
+        p.waiters.entry(key).or_default().push_back(tx);
+    }
+    let sent = tokio::time::timeout(REQUEST_TIMEOUT, async {
+        writer.lock().await.write_all(&frame).await
+    })
+    .await;
+    let outcome = match sent {
+        Ok(Ok(())) => match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
+            Ok(Ok(answer)) => return answer,
+            Ok(Err(_)) => Err(format!("{addr}: connection closed")),
+            Err(_) => Err(format!("{addr}: no answer within {REQUEST_TIMEOUT:?}")),
+        },
+        Ok(Err(e)) => {
+            let why = format!("{addr}: write: {e}");
+            kill(&pending, &why);
+            return Err(why);
+        }
+        Err(_) => Err(format!("{addr}: write timed out")),
+    };
+    // A request given up on may still be answered; with a FIFO per key its late answer
+    // would go to the next request of the same key, so the connection is not reused.
+    kill(&pending, &format!("{addr}: abandoned after a timeout"));
+    outcome
 }
 
 /// Fails every waiter and marks the connection dead.

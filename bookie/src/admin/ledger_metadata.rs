@@ -254,6 +254,8 @@ pub struct RecoveryView {
     pub state: LedgerState,
     pub ensemble_size: i32,
     pub write_quorum: i32,
+    /// `ackQuorumSize` (the write quorum when the metadata has none, as Java reads it).
+    pub ack_quorum: i32,
     /// The closed ledger's last entry (-1 when it got none, or while not closed).
     pub last_entry_id: i64,
     /// DataFormats `DigestType` number (1 CRC32, 2 HMAC, 3 CRC32C, 4 DUMMY).
@@ -270,6 +272,7 @@ pub fn recovery_view(data: &[u8]) -> Result<RecoveryView, String> {
         state: LedgerState::from_wire(md.state)?,
         ensemble_size: md.ensemble_size,
         write_quorum: md.quorum_size,
+        ack_quorum: md.ack_quorum_size.unwrap_or(md.quorum_size),
         last_entry_id: md.last_entry_id.unwrap_or(-1),
         digest_type: md.digest_type.unwrap_or(1),
         password: md.password.unwrap_or_default(),
@@ -313,6 +316,45 @@ pub fn replace_in_ensemble(
     out.extend(b"3\n");
     out.extend(prost::Message::encode_length_delimited_to_vec(&md));
     Ok(Some(out))
+}
+
+/// The znode `data` of an OPEN ledger marked IN_RECOVERY, every other field kept (Java's
+/// `LedgerMetadataBuilder.withInRecoveryState`, the first step of ledger recovery);
+/// `Ok(None)` when the ledger is not OPEN (in recovery already, or closed: nothing to write).
+pub fn in_recovery(data: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let (_, mut md) = decode(data)?;
+    if LedgerState::from_wire(md.state)? != LedgerState::Open {
+        return Ok(None);
+    }
+    md.state = 2;
+    Ok(Some(encode(&md)))
+}
+
+/// The znode `data` of a ledger IN_RECOVERY closed at `last_entry_id` with `length`, every
+/// other field kept (Java's `closeRecovered`: `withClosedState().withLastEntryId(lac)
+/// .withLength(len)`); `Ok(None)` when it is not IN_RECOVERY (someone else closed it: keep
+/// theirs).
+pub fn closed_after_recovery(
+    data: &[u8],
+    last_entry_id: i64,
+    length: i64,
+) -> Result<Option<Vec<u8>>, String> {
+    let (_, mut md) = decode(data)?;
+    if LedgerState::from_wire(md.state)? != LedgerState::InRecovery {
+        return Ok(None);
+    }
+    md.state = 3;
+    md.last_entry_id = Some(last_entry_id);
+    md.length = length;
+    Ok(Some(encode(&md)))
+}
+
+/// Format version 3 bytes of `md` (module docs).
+fn encode(md: &LedgerMetadataFormat) -> Vec<u8> {
+    let mut out = VERSION_KEY.to_vec();
+    out.extend(b"3\n");
+    out.extend(prost::Message::encode_length_delimited_to_vec(md));
+    out
 }
 
 /// The JSON of ledger `id`'s metadata znode `data` (module docs), or why it cannot be read.
@@ -479,6 +521,34 @@ pub fn encode_closed_for_tests(
     out
 }
 
+/// Encodes an OPEN ledger as a 4.x client writes it at creation: one ensemble, quorums
+/// `write` and `ack`, digest type number and password (tests of recovery).
+pub fn encode_open_for_tests(
+    ensemble: &[&str],
+    write: i32,
+    ack: i32,
+    digest_type: i32,
+    password: &[u8],
+) -> Vec<u8> {
+    encode(&LedgerMetadataFormat {
+        quorum_size: write,
+        ensemble_size: ensemble.len() as i32,
+        length: 0,
+        last_entry_id: None,
+        state: 1,
+        segment: vec![Segment {
+            ensemble_member: ensemble.iter().map(|s| s.to_string()).collect(),
+            first_entry_id: 0,
+        }],
+        digest_type: Some(digest_type),
+        password: Some(password.to_vec()),
+        ack_quorum_size: Some(ack),
+        ctime: Some(1_700_000_000_000),
+        custom_metadata: Vec::new(),
+        c_token: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,6 +663,36 @@ mod tests {
             (LedgerState::Closed, 19, 2)
         );
         assert_eq!((v.digest_type, v.password.as_slice()), (3, &b"pw"[..]));
+    }
+
+    #[test]
+    fn ledger_recovery_marks_then_closes_keeping_every_other_field() {
+        let open = encode_open_for_tests(&["a:1", "b:1", "c:1"], 3, 2, 3, b"pw");
+        let marked = in_recovery(&open).unwrap().unwrap();
+        let (before, mid) = (to_json(1, &open).unwrap(), to_json(1, &marked).unwrap());
+        let mut expect = before.clone();
+        expect["state"] = "IN_RECOVERY".into();
+        assert_eq!(mid, expect, "only the state changed");
+        assert_eq!(in_recovery(&marked).unwrap(), None, "in recovery already");
+        assert_eq!(
+            closed_after_recovery(&open, 5, 9).unwrap(),
+            None,
+            "not in recovery"
+        );
+        let closed = closed_after_recovery(&marked, 9, 1234).unwrap().unwrap();
+        let after = to_json(1, &closed).unwrap();
+        expect["state"] = "CLOSED".into();
+        expect["closed"] = true.into();
+        expect["lastEntryId"] = 9.into();
+        expect["length"] = 1234.into();
+        assert_eq!(after, expect, "state, last entry and length changed");
+        assert_eq!(in_recovery(&closed).unwrap(), None, "closed");
+        assert_eq!(
+            closed_after_recovery(&closed, 3, 1).unwrap(),
+            None,
+            "theirs kept"
+        );
+        assert_eq!(recovery_view(&closed).unwrap().ack_quorum, 2);
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod expand_storage;
 mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
+mod ledger_recovery;
 pub mod listener;
 mod recovery;
 mod sanity;

@@ -24,9 +24,10 @@
 //!    compare-and-set on the znode version, read again and retried on a conflict (Java's
 //!    `MetadataUpdateLoop`); nothing is written when the ensemble no longer lists the source.
 //!
-//! A ledger not closed whose last ensemble lists the source is skipped with a log line:
-//! Java fences and closes it first (ledger recovery), which bookie-rs does not do yet; its
-//! earlier ensembles are closed fragments and are recovered. The run ends with `Complete
+//! A ledger not closed whose last ensemble lists the source is first fenced, its unconfirmed
+//! tail recovered and its metadata closed (ledger recovery, admin/ledger_recovery.rs), as
+//! Java's `recoverLedger` opens it with recovery; then its fragments are recovered as those
+//! of any closed ledger. The run ends with `Complete
 //! recovering bookie` only when every ledger was recovered; only then is the source's
 //! cookie deleted (`delete_cookie`, at the version read). It stops between ledgers when
 //! this bookie shuts down. Every ZooKeeper call is bounded by `zkTimeout`, every bookie
@@ -46,13 +47,14 @@ use tokio::task::JoinSet;
 use super::bookie_client::BookieClient;
 use super::cluster::zk_or_answer;
 use super::ledger_metadata::{recovery_view, replace_in_ensemble, LedgerState, RecoveryView};
+use super::ledger_recovery::{recover_open_ledger, Recovered};
 use super::zk::Zk;
 use super::{no_metadata_store, text, wrong_method, AdminState, Phase, Shared};
 
 /// Entries copied concurrently within one fragment.
 pub const COPY_WINDOW: usize = 64;
 /// Compare-and-set attempts of one metadata update before the ledger fails.
-const CAS_ATTEMPTS: usize = 20;
+pub(super) const CAS_ATTEMPTS: usize = 20;
 
 /// Java's `RecoveryRequestJsonBody` (Jackson refuses unknown properties).
 #[derive(Deserialize)]
@@ -136,8 +138,6 @@ async fn delete_cookie_of(zk: &Zk, src: &str) -> Result<(), String> {
 enum Outcome {
     /// Every fragment that listed the source now lists its replacement.
     Recovered(usize),
-    /// Not recovered (module docs: an unclosed last ensemble), with the reason.
-    Skipped(&'static str),
     /// The metadata went meanwhile: the ledger was deleted.
     Deleted,
 }
@@ -148,7 +148,7 @@ async fn recover_bookie_data(state: &AdminState, zk: &Zk, src: &str) -> Result<(
         .await
         .map_err(|e| e.to_string())?;
     let mut clients = Clients::default();
-    let (mut recovered, mut skipped, mut failed) = (0usize, 0usize, 0usize);
+    let (mut recovered, mut failed) = (0usize, 0usize);
     for &id in live.ids() {
         if state.phase() == Phase::ShuttingDown {
             return Err("stopped: this bookie is shutting down".into());
@@ -162,10 +162,6 @@ async fn recover_bookie_data(state: &AdminState, zk: &Zk, src: &str) -> Result<(
                 recovered += 1;
                 tracing::info!(ledger, fragments = n, "Recovered ledger {ledger}.");
             }
-            Ok(Outcome::Skipped(why)) => {
-                skipped += 1;
-                tracing::warn!(ledger, "Skip recovering ledger {ledger}: {why}");
-            }
             Err(e) => {
                 failed += 1;
                 tracing::error!(ledger, "Failed to recover ledger {ledger} : {e}");
@@ -173,12 +169,12 @@ async fn recover_bookie_data(state: &AdminState, zk: &Zk, src: &str) -> Result<(
         }
     }
     tracing::info!(
-        bookie = %src, recovered, skipped, failed,
-        "recovery of bookie {src}: {recovered} ledgers recovered, {skipped} skipped, {failed} failed"
+        bookie = %src, recovered, failed,
+        "recovery of bookie {src}: {recovered} ledgers recovered, {failed} failed"
     );
-    if skipped + failed > 0 {
+    if failed > 0 {
         return Err(format!(
-            "recovery of {src} incomplete: {failed} ledgers failed, {skipped} skipped"
+            "recovery of {src} incomplete: {failed} ledgers failed"
         ));
     }
     Ok(())
@@ -196,17 +192,24 @@ async fn recover_ledger(
     let Some((data, _)) = zk.data_versioned(&path).await? else {
         return Ok(Outcome::Deleted);
     };
-    let view = recovery_view(&data).map_err(|e| format!("{path}: {e}"))?;
+    let mut view = recovery_view(&data).map_err(|e| format!("{path}: {e}"))?;
+    let in_last = |v: &RecoveryView| {
+        v.ensembles
+            .last()
+            .is_some_and(|(_, m)| m.iter().any(|b| b == src))
+    };
+    if view.state != LedgerState::Closed && in_last(&view) {
+        // Java's `fenceRequired`: the writer may still add to an ensemble with the source.
+        match recover_open_ledger(zk, clients, ledger, &path, src).await? {
+            Recovered::Deleted => return Ok(Outcome::Deleted),
+            Recovered::Closed(closed) => {
+                view = recovery_view(&closed).map_err(|e| format!("{path}: {e}"))?;
+            }
+        }
+    }
     let fragments = fragments_of(&view, src);
     if fragments.is_empty() {
         return Ok(Outcome::Recovered(0));
-    }
-    let last_first = view.ensembles.last().map(|(first, _)| *first);
-    if view.state != LedgerState::Closed && fragments.iter().any(|f| Some(f.first) == last_first) {
-        return Ok(Outcome::Skipped(
-            "not closed and the source is in its last ensemble (fencing and closing it, as Java \
-             does, is not built; close it with `bookkeeper shell recover` or any client open)",
-        ));
     }
     let digest_type = DigestType::from_i32(view.digest_type).map_err(|e| e.to_string())?;
     let copy = Copier {
@@ -413,7 +416,7 @@ fn joined(done: Option<Result<Result<(), String>, tokio::task::JoinError>>) -> R
 
 /// The entry from the first surviving replica that has it with a valid digest (a digest
 /// mismatch or a read error moves on to the next replica, as the client's read does).
-async fn read_from_any(
+pub(super) async fn read_from_any(
     readers: &[(String, Option<Arc<BookieClient>>)],
     digest: &DigestManager,
     ledger: i64,
@@ -442,13 +445,13 @@ async fn read_from_any(
 
 /// One connection per bookie for the run, made again after it failed.
 #[derive(Default)]
-struct Clients {
+pub(super) struct Clients {
     open: HashMap<String, Arc<BookieClient>>,
 }
 
 impl Clients {
     /// A live connection to bookie `id` (an address-form bookie id).
-    async fn get(&mut self, id: &str) -> Result<Arc<BookieClient>, String> {
+    pub(super) async fn get(&mut self, id: &str) -> Result<Arc<BookieClient>, String> {
         if let Some(c) = self.open.get(id).filter(|c| !c.is_dead()) {
             return Ok(c.clone());
         }
@@ -467,6 +470,7 @@ mod tests {
             state,
             ensemble_size: ensembles[0].1.len() as i32,
             write_quorum: 2,
+            ack_quorum: 2,
             last_entry_id: last,
             digest_type: 3,
             password: Vec::new(),
