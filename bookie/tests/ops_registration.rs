@@ -581,8 +581,10 @@ async fn failed_reregistration_is_retried_until_it_succeeds() {
     reg.shutdown().await;
     // Shutdown deletes the node; under load its delete can time out (zkTimeout=2000 here), and
     // then the session's close removes it instead: bounded, not immediate.
-    wait_until("the node gone after shutdown", Duration::from_secs(20), || async {
-        !exists(&obs, &w).await
-    })
+    wait_until(
+        "the node gone after shutdown",
+        Duration::from_secs(20),
+        || async { !exists(&obs, &w).await },
+    )
     .await;
 }
