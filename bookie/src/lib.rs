@@ -46,3 +46,4 @@ pub mod registration;
 pub mod request_metrics;
 pub mod server;
 pub mod storage;
+pub mod tls;

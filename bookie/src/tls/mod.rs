@@ -1,0 +1,44 @@
+//! TLS on the bookie's connections (issue 13; docs/tls.md when it lands).
+//!
+//! Owns: the server-side TLS context every new TLS session is started from. The context is an
+//! `Arc<rustls::ServerConfig>` behind a lock so that new certificates can replace it while the
+//! bookie runs (`tlsCertFilesRefreshDurationSeconds`): connections already up keep the config
+//! they started with; a new one takes whatever is current when its handshake begins.
+//!
+//! rustls runs on the ring provider only (no OpenSSL, no aws-lc-rs at run time or build time).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use rustls::ServerConfig;
+
+/// The TLS context of one listener (the bookie port, or the admin HTTP port).
+#[derive(Debug)]
+pub struct TlsContext {
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl TlsContext {
+    /// A context that starts every session from `config`.
+    pub fn new(config: Arc<ServerConfig>) -> Self {
+        Self {
+            current: RwLock::new(config),
+        }
+    }
+
+    /// The config a handshake starting now uses.
+    pub fn current(&self) -> Arc<ServerConfig> {
+        self.current.read().clone()
+    }
+
+    /// Swaps in a new config (certificate refresh); sessions already up are not touched.
+    pub fn replace(&self, config: Arc<ServerConfig>) {
+        *self.current.write() = config;
+    }
+}
+
+/// The process-wide rustls crypto provider: ring. Call before building any rustls config;
+/// calling it again is harmless.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
