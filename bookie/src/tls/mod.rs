@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rustls::ServerConfig;
+use rustls_pki_types::CertificateDer;
 
 /// The TLS context of one listener (the bookie port, or the admin HTTP port).
 #[derive(Debug)]
@@ -41,4 +42,15 @@ impl TlsContext {
 /// calling it again is harmless.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Decides, once per connection and right after its TLS handshake, whether the connection is
+/// authorized (`bookieAuthProviderFactoryClass`). Until it is, the connection gets only the
+/// pre-authorization answers (docs/tls.md); a connection that never upgrades to TLS is never
+/// authorized when an authorizer is configured.
+pub trait ConnectionAuthorizer: Send + Sync + std::fmt::Debug {
+    /// `peer_chain` is the client's certificate chain, leaf first, or `None` when the client sent
+    /// no certificate. `Ok(principal)` authorizes the connection; `Err(reason)` refuses it (the
+    /// reason is logged, the connection stays open with pre-authorization answers, as in Java).
+    fn authorize(&self, peer_chain: Option<&[CertificateDer<'_>]>) -> Result<String, String>;
 }
