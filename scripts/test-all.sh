@@ -40,7 +40,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     FUZZ_SECONDS="${FUZZ_WIRE_SECONDS:-60}" scripts/fuzz-smoke.sh v2_request v3_request frame
     stage "fuzz smoke (responses, journal, segments, cookies, config, ZooKeeper metadata)"
     FUZZ_SECONDS="${FUZZ_OTHER_SECONDS:-20}" scripts/fuzz-smoke.sh v2_response v3_response \
-        journal_record journal_replay segment_footer segment_index \
+        journal_record journal_replay segment_footer segment_index ledger_state \
         cookie_text properties zk_metadata
 fi
 

@@ -1,5 +1,5 @@
 //! Fuzz target `journal_record`: decoding arbitrary bytes as a journal record, record
-//! header, group header (+ its records), checkpoint file and typed payload never
+//! header, group header (+ its records), checkpoint file, newest-segment record and typed payload never
 //! panics, and whatever decodes re-encodes to the same bytes
 //! (harness: `bk_journal::fuzz_support::record_target`).
 #![no_main]

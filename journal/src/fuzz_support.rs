@@ -1,4 +1,5 @@
-//! Harnesses shared by the fuzz targets (`fuzz/fuzz_targets/journal_record.rs`,
+//! Harnesses shared by the fuzz targets (`fuzz/fuzz_targets/journal_record.rs`: records,
+//! group headers, the checkpoint and newest-segment files;
 //! `journal_replay.rs`) and by the stable-toolchain property test that runs them on
 //! random inputs in CI (journal/tests/fuzz_harness.rs).
 //!
@@ -10,7 +11,7 @@
 use crate::config::JournalConfig;
 use crate::format::{
     decode_group_records, decode_record, encode_record, CheckpointRecord, GroupHeader,
-    RecordHeader, GROUP_HEADER_LEN,
+    NewestRecord, RecordHeader, GROUP_HEADER_LEN,
 };
 use crate::journal::Journal;
 use crate::record::{Record, RecordKind, TypedRecord};
@@ -39,6 +40,9 @@ pub fn record_target(data: &[u8]) {
     }
     if let Ok(c) = CheckpointRecord::decode(data) {
         assert_eq!(CheckpointRecord::decode(&c.encode()).ok(), Some(c));
+    }
+    if let Ok(n) = NewestRecord::decode(data) {
+        assert_eq!(NewestRecord::decode(&n.encode()).ok(), Some(n));
     }
     if let Some((&k, rest)) = data.split_first() {
         if let Ok(t) = TypedRecord::decode(RecordKind(k), Bytes::copy_from_slice(rest)) {
