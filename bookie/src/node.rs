@@ -112,6 +112,11 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
 /// the bookie port, `tls.admin` for the admin listener; both are held in [`Surface`] for as
 /// long as the bookie runs.
 pub async fn run_with_tls(cfg: BookieConfig, tls: TlsContexts) -> Result<i32, NodeError> {
+    // tlsCertFilesRefreshDurationSeconds: rebuilt while the bookie runs; stops when dropped.
+    let _tls_refresh = match (&cfg.tls, &tls.bookie) {
+        (Some(settings), Some(context)) => crate::tls::refresh::spawn(settings, context),
+        _ => None,
+    };
     // Signal handlers first: a SIGTERM that arrives while we start stops start-up (below)
     // rather than killing the process with the default action and leaving a registration
     // behind.

@@ -49,7 +49,7 @@ impl KeyEffect {
 
 use KeyEffect::{Honoured as H, NoEffect as N, Refused as R};
 
-const TLS_REFRESH: &str = "0 (default): off; > 0: not implemented yet, the certificates are read once at start-up (a restart picks up new ones)";
+const TLS_REFRESH: &str = "> 0: every this many seconds the certificate, key, trust and password files are read again; when one changed the config is rebuilt, checked as at start-up and used by new connections; a failed rebuild is logged and the old one kept; 0 (default): off";
 const AUTORECOVERY: &str = "an auto-recovery (auditor / replication worker) option: bookie-rs does not embed auto-recovery; run Java's AutoRecoveryMain beside it";
 const CLIENT: &str = "a BookKeeper client option (of Java's embedded auto-recovery and tools): the bookie itself sends no client requests";
 const STREAM: &str = "a stream storage (table service) option: bookie-rs has no stream storage";

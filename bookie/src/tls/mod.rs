@@ -10,6 +10,7 @@
 pub mod contexts;
 pub mod error;
 pub mod names;
+pub mod refresh;
 pub mod server_config;
 #[cfg(test)]
 mod server_config_tests;

@@ -1,4 +1,4 @@
-//! Tests of `tls::server_config` and `tls::stores`: every start-up rule of docs/tls.md §2,
+//! Tests of `tls::server_config`, `tls::stores` and `tls::refresh`: every start-up rule of docs/tls.md §2,
 //! with certificates made by rcgen, and with `openssl` / `keytool` where a real PKCS#12,
 //! JKS, v1 certificate or encrypted / PKCS#1 / SEC1 key file is needed (both tools are
 //! required: a missing tool fails the test, it is not skipped).
@@ -507,4 +507,65 @@ fn the_admin_port_opens_its_trust_store_with_the_key_store_password() {
     h.trust_store = None;
     let e = build_http_server_config(&h).unwrap_err();
     assert_eq!(e.key, "httpServerTrustStorePath");
+}
+
+// ---- tls::refresh ----
+
+use std::sync::Arc;
+
+use super::refresh::{self, Checked, Refresher};
+use super::TlsContext;
+
+#[test]
+fn a_changed_file_is_rebuilt_and_swapped_in_and_a_bad_one_keeps_the_old_config() {
+    let pki = Pki::new();
+    pki.valid_leaf("bookie");
+    let s = pem_settings(&pki, "bookie");
+    let ctx = Arc::new(TlsContext::new(build_server_config(&s).unwrap()));
+    let mut r = Refresher::new(s, ctx.clone());
+    let first = ctx.current();
+    assert!(matches!(r.check(), Checked::Unchanged));
+    assert!(Arc::ptr_eq(&first, &ctx.current()));
+    // A new pair (same names): replaced.
+    pki.valid_leaf("bookie");
+    assert!(matches!(r.check(), Checked::Replaced));
+    let second = ctx.current();
+    assert!(!Arc::ptr_eq(&first, &second));
+    assert!(matches!(r.check(), Checked::Unchanged));
+    // Half a rotation (the key of another pair): refused, naming the key; old config kept.
+    pki.valid_leaf("other");
+    std::fs::copy(pki.path("other.key"), pki.path("bookie.key")).unwrap();
+    match r.check() {
+        Checked::Failed(e) => assert_eq!(e.key, "tlsCertificatePath", "{e}"),
+        c => panic!("expected a failed rebuild, got {c:?}"),
+    }
+    assert!(Arc::ptr_eq(&second, &ctx.current()));
+    // The rotation completes: picked up at the next check.
+    std::fs::copy(pki.path("other.crt"), pki.path("bookie.crt")).unwrap();
+    assert!(matches!(r.check(), Checked::Replaced));
+    assert!(!Arc::ptr_eq(&second, &ctx.current()));
+}
+
+#[tokio::test]
+async fn the_task_swaps_in_new_files_within_the_interval() {
+    let pki = Pki::new();
+    pki.valid_leaf("bookie");
+    let mut s = pem_settings(&pki, "bookie");
+    s.cert_files_refresh = Some(std::time::Duration::from_secs(1));
+    let ctx = Arc::new(TlsContext::new(build_server_config(&s).unwrap()));
+    let first = ctx.current();
+    let task = refresh::spawn(&s, &ctx).expect("a refresh task");
+    pki.valid_leaf("bookie");
+    // Interval 1 s; a generous 20 s bound for a loaded machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while Arc::ptr_eq(&first, &ctx.current()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not refreshed within 20 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(task);
+    s.cert_files_refresh = None;
+    assert!(refresh::spawn(&s, &ctx).is_none());
 }
