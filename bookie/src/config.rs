@@ -35,9 +35,11 @@
 //!   its consumer uses it, so nothing downstream converts it again;
 //! * keys that are stock but have no effect here, unknown keys, and values the loader adjusted
 //!   are logged once each at load (tracing `warn`) and listed in [`LoadReport`];
-//! * features we do not implement and whose silent absence would downgrade security
-//!   (`tlsProviderFactoryClass`, `bookieAuthProviderFactoryClass`, `zkEnableSecurity=true`)
-//!   fail start-up; `ledgerStorageClass` is only informative (the storage is always ours).
+//! * security features we do not implement and whose silent absence would downgrade
+//!   security fail start-up: `zkEnableSecurity=true`, and a `tlsProviderFactoryClass` or
+//!   `bookieAuthProviderFactoryClass` other than the one class of each that bookie-rs
+//!   implements (`tls::settings`); `ledgerStorageClass` is only informative (the storage is
+//!   always ours).
 
 pub mod args;
 #[cfg(test)]
@@ -310,6 +312,19 @@ pub struct BookieConfig {
     /// prometheusStatsLatencyRolloverSeconds (60, whole seconds >= 1): the op-stat quantile
     /// window (`metrics/rollover.rs`, docs/metrics.md §1).
     pub prometheus_stats_latency_rollover: Duration,
+
+    // ---- security (tls::settings, docs/tls.md §2) ----
+    /// tlsProviderFactoryClass = org.apache.bookkeeper.tls.TLSContextFactory: the bookie
+    /// port's TLS settings; `None` when the key is absent or empty (TLS off).
+    pub tls: Option<crate::tls::settings::TlsSettings>,
+    /// tlsProviderFactoryClass has an entry, even an empty one: Java then advertises the
+    /// `"tls"` extension in BookieServiceInfo (even with TLS off).
+    pub tls_provider_factory_class_present: bool,
+    /// httpServerTlsEnable=true: the admin port's HTTPS settings.
+    pub http_tls: Option<crate::tls::settings::HttpTlsSettings>,
+    /// bookieAuthProviderFactoryClass = org.apache.bookkeeper.tls.BookieAuthZFactory, with
+    /// its authorizedRoles.
+    pub bookie_authz: Option<crate::tls::settings::AuthzSettings>,
 
     // ---- as given ----
     /// Every key set by the file, `--set` and the flags, with its value as written (the

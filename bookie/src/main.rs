@@ -54,6 +54,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // TLS contexts (docs/tls.md §2): a bad key, store, password or certificate is a
+    // configuration error naming its key.
+    let tls = match bookie::tls::contexts::TlsContexts::from_config(&cfg) {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("bookie: configuration error: {e}");
+            std::process::exit(2);
+        }
+    };
     // BOOKIE_IO_THREADS: network threads; 1 = a current-thread runtime. Default: one
     // per core, except on machines of one or two cores, where a single network thread
     // leaves the other core to the journal committer, the entry-log flusher and the
@@ -90,7 +99,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let code = match runtime.block_on(bookie::node::run(cfg)) {
+    let code = match runtime.block_on(bookie::node::run_with_tls(cfg, tls)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!(error = %e, "bookie failed");

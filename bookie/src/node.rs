@@ -55,6 +55,7 @@ use crate::request_metrics::MetricsObserver;
 use crate::server::{RequestObserver, Server};
 use crate::storage::real::{self, RealStorage};
 use crate::storage::{exit_on_fatal, StorageError};
+use crate::tls::contexts::TlsContexts;
 
 pub use crate::config::mapping::CURRENT_DIR;
 
@@ -100,7 +101,22 @@ fn create_dirs(disk: &mut dyn bk_disk::Disk, dirs: &[PathBuf]) -> Result<(), Nod
 }
 
 /// Runs the bookie until a signal or a fatal error. Returns the process exit code.
+/// Builds the TLS contexts itself; a bad TLS file is then a [`NodeError::Fatal`] (the
+/// binary builds them first, with [`run_with_tls`], to exit as for a configuration error).
 pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
+    let tls = TlsContexts::from_config(&cfg).map_err(|e| NodeError::Fatal(e.to_string()))?;
+    run_with_tls(cfg, tls).await
+}
+
+/// [`run`] with the TLS contexts built at start-up (`tls::contexts`): `tls.bookie` is for
+/// the bookie port, `tls.admin` for the admin listener; both are held in [`Surface`] for as
+/// long as the bookie runs.
+pub async fn run_with_tls(cfg: BookieConfig, tls: TlsContexts) -> Result<i32, NodeError> {
+    // tlsCertFilesRefreshDurationSeconds: rebuilt while the bookie runs; stops when dropped.
+    let _tls_refresh = match (&cfg.tls, &tls.bookie) {
+        (Some(settings), Some(context)) => crate::tls::refresh::spawn(settings, context),
+        _ => None,
+    };
     // Signal handlers first: a SIGTERM that arrives while we start stops start-up (below)
     // rather than killing the process with the default action and leaving a registration
     // behind.
@@ -134,6 +150,7 @@ pub async fn run(cfg: BookieConfig) -> Result<i32, NodeError> {
         metrics,
         admin_state,
         listeners,
+        tls,
     };
 
     // Steps 1-2 bind no bookie port, so nothing was acknowledged: a signal abandons them
@@ -162,6 +179,8 @@ struct Surface {
     metrics: Metrics,
     admin_state: Arc<AdminState>,
     listeners: Option<AdminListeners>,
+    /// The TLS contexts of the bookie port and of the admin listener (`None`: plain).
+    tls: TlsContexts,
 }
 
 impl Surface {
@@ -240,6 +259,9 @@ async fn serve(
         metrics,
         admin_state,
         listeners,
+        // Held to the end: `_tls.bookie` is for the bookie server, `_tls.admin` for the
+        // admin listener (issue 13 joins them).
+        tls: _tls,
     } = surface;
     let bookie = Bookie::new(
         storage.store.clone(),

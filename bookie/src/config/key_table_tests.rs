@@ -116,6 +116,11 @@ fn sample_value(key: &str) -> &'static str {
         "diskUsageWarnThreshold" | "diskUsageLwmThreshold" => "0.90",
         "journalAlignmentSize" => "512",
         "bookiePort" => "3181",
+        "tlsProviderFactoryClass" => crate::tls::settings::TLS_CONTEXT_FACTORY,
+        "tlsKeyStoreType" | "tlsTrustStoreType" => "PEM",
+        "tlsClientAuthentication" => "false",
+        // BookieAuthZFactory alone fails (it needs authorizedRoles; tls::settings tests it).
+        "bookieAuthProviderFactoryClass" => "",
         "metadataServiceUri" => "zk+hierarchical://localhost:2181/ledgers",
         _ => ["1", "false", "0.5", "4096", "1073741824", "x"]
             .into_iter()

@@ -9,29 +9,27 @@
 //!   [`no_effect_line`] is the one start-up line naming it and its reason;
 //! * a key that is in no table entry and that no section read is reported as unknown (a
 //!   typo, or another product's key); a key in the table is never unknown;
-//! * features whose silent absence would downgrade security (`tlsProviderFactoryClass`,
-//!   `bookieAuthProviderFactoryClass`, `zkEnableSecurity=true`) fail start-up.
+//! * `zkEnableSecurity=true`, whose silent absence would leave znodes open, fails start-up
+//!   (TLS and authorization classes other than the implemented ones are refused by
+//!   `tls::settings`).
 
 use super::props::Props;
 use super::stock_keys::{effect_of, KeyEffect};
 use super::{ConfigError, LoadReport};
 
-/// Refuses the security features bookie-rs does not implement.
+/// Refuses the security feature bookie-rs does not implement: `zkEnableSecurity=true`.
+/// (`tlsProviderFactoryClass` and `bookieAuthProviderFactoryClass` accept their one
+/// implemented class and refuse any other in `tls::settings`.)
 pub(crate) fn refuse_insecure(p: &mut Props) -> Result<(), ConfigError> {
-    for key in ["tlsProviderFactoryClass", "bookieAuthProviderFactoryClass"] {
-        if let Some(v) = p.string(key) {
-            return Err(ConfigError::Unsupported {
-                key: key.into(),
-                reason: format!(
-                    "\"{v}\" is set but bookie-rs supports neither TLS nor authentication; unset it"
-                ),
-            });
-        }
-    }
     if p.bool("zkEnableSecurity", false)? {
         return Err(ConfigError::Unsupported {
             key: "zkEnableSecurity".into(),
-            reason: "ZooKeeper ACL security (SASL) is not supported by bookie-rs".into(),
+            reason: "true is not supported: it makes every znode the bookie creates \
+                     CREATOR_ALL (scheme auth), which needs a ZooKeeper SASL login, and \
+                     bookie-rs has no ZooKeeper SASL login; without one Java's bookie fails \
+                     too (ZooKeeper answers InvalidACL). Set zkEnableSecurity=false (the \
+                     znodes are then open, as with Java's default)"
+                .into(),
         });
     }
     Ok(())

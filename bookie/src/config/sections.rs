@@ -34,6 +34,7 @@ const MIB: u64 = 1 << 20;
 /// Reads every section from `p`. `standalone` comes from `--standalone`.
 pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig, ConfigError> {
     super::keys::refuse_insecure(p)?;
+    let security = crate::tls::settings::read(p)?;
     let (metadata_service, zk_timeout) = metadata(p, standalone)?;
     let n = network(p)?;
     let d = directories(p)?;
@@ -141,6 +142,10 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         prometheus_stats_http_address: h.prometheus_stats_http_address,
         prometheus_stats_http_port: h.prometheus_stats_http_port,
         prometheus_stats_latency_rollover: h.prometheus_stats_latency_rollover,
+        tls: security.tls,
+        tls_provider_factory_class_present: security.tls_key_present,
+        http_tls: security.http_tls,
+        bookie_authz: security.authz,
         properties: Vec::new(),
     })
 }
@@ -634,4 +639,24 @@ fn http_and_stats(p: &mut Props) -> Result<HttpAndStats, ConfigError> {
             i32::MAX as i64,
         )? as u64),
     })
+}
+
+/// The security keys (`tls::settings`, which owns their rules) read through [`Props`].
+impl crate::tls::settings::KeyReader for Props {
+    fn value(&mut self, key: &str) -> Option<(String, String)> {
+        self.raw(key)
+    }
+    fn present(&mut self, key: &str) -> bool {
+        self.mark_used(key);
+        self.contains(key)
+    }
+    fn bool(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
+        Props::bool(self, key, default)
+    }
+    fn int(&mut self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, ConfigError> {
+        Props::int(self, key, default, min, max)
+    }
+    fn note(&mut self, line: String) {
+        Props::note(self, line)
+    }
 }

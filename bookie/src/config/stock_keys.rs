@@ -49,9 +49,7 @@ impl KeyEffect {
 
 use KeyEffect::{Honoured as H, NoEffect as N, Refused as R};
 
-const TLS: &str =
-    "used only with tlsProviderFactoryClass, which is refused (bookie-rs has no TLS yet)";
-const HTTPS: &str = "used only for HTTPS (httpServerTlsEnable): the admin API is served over plain HTTP; HTTPS is not implemented yet";
+const TLS_REFRESH: &str = "> 0: every this many seconds the certificate, key, trust and password files are read again; when one changed the config is rebuilt, checked as at start-up and used by new connections; a failed rebuild is logged and the old one kept; 0 (default): off";
 const AUTORECOVERY: &str = "an auto-recovery (auditor / replication worker) option: bookie-rs does not embed auto-recovery; run Java's AutoRecoveryMain beside it";
 const CLIENT: &str = "a BookKeeper client option (of Java's embedded auto-recovery and tools): the bookie itself sends no client requests";
 const STREAM: &str = "a stream storage (table service) option: bookie-rs has no stream storage";
@@ -100,19 +98,21 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("requestTimerNumTicks", N("the long-poll timer wheel of Java: bookie-rs has no such timer")),
     ("waitTimeoutOnResponseBackpressureMs", N("a connection over its send budget makes its requests wait; it is never closed on a timeout")),
     ("maxBatchReadSize", H("the largest answer to a batch read")),
-    ("bookieAuthProviderFactoryClass", R("when set: bookie-rs has no authentication, and running without it would accept every client")),
-    ("tlsProviderFactoryClass", R("when set: bookie-rs has no TLS, and running without it would send data in clear")),
-    ("tlsProvider", N(TLS)),
-    ("tlsClientAuthentication", N(TLS)),
-    ("tlsKeyStoreType", N(TLS)),
-    ("tlsKeyStore", N(TLS)),
-    ("tlsKeyStorePasswordPath", N(TLS)),
-    ("tlsTrustStoreType", N(TLS)),
-    ("tlsTrustStore", N(TLS)),
-    ("tlsTrustStorePasswordPath", N(TLS)),
-    ("tlsCertificatePath", N(TLS)),
-    ("tlsCertFilesRefreshDurationSeconds", N(TLS)),
-    ("authorizedRoles", N("used only with an authentication provider, which is refused")),
+    ("bookieAuthProviderFactoryClass", H("org.apache.bookkeeper.tls.BookieAuthZFactory: a client is authorized by the role in its TLS certificate (authorizedRoles; docs/tls.md §2); any other class, SASL included, is refused at start-up naming it")),
+    ("tlsProviderFactoryClass", H("org.apache.bookkeeper.tls.TLSContextFactory: START_TLS on the bookie port, served by rustls (docs/tls.md §2); present even empty: the \"tls\" extension is advertised, as Java does; any other class is refused at start-up naming it")),
+    ("tlsProvider", N("OpenSSL or JDK: bookie-rs always serves TLS with rustls (ring)")),
+    ("tlsClientAuthentication", H("true: a client certificate is required and verified against the trust store; false: none is asked for and the trust store keys are ignored, as in Java")),
+    ("tlsKeyStoreType", H("PEM, JKS (default) or PKCS12, case-sensitive as in Java; store files are sniffed, so a PKCS12 file loads under JKS as on JDK 17; a real JKS file is refused with the keytool command that converts it")),
+    ("tlsKeyStore", H("the PEM private key (PKCS#8, encrypted PKCS#8, PKCS#1 or SEC1) or the PKCS12 key store (its first private key)")),
+    ("tlsKeyStorePasswordPath", H("the file holding the key or store password: trimmed for stores; for a PEM key tried as it is, then trimmed")),
+    ("tlsTrustStoreType", H("as tlsKeyStoreType; a PKCS12 trust store counts only entries carrying Java's trusted-certificate attribute, as Java does")),
+    ("tlsTrustStore", H("the CA certificates client certificates are verified against (with tlsClientAuthentication=true)")),
+    ("tlsTrustStorePasswordPath", H("the trust store's password file (trimmed; ignored for PEM, as in Java)")),
+    ("tlsCertificatePath", H("the PEM certificate chain (leaf first) of a PEM key; start-up checks it is X.509 v3, valid now and matches the key")),
+    ("tlsEnabledCipherSuites", H("only the first listed suite is used, as Java's getString (the rest is named at start-up); IANA, Java or OpenSSL names; a suite rustls lacks fails start-up naming the key")),
+    ("tlsEnabledProtocols", H("only the first listed protocol is used, as Java's getString (the rest is named at start-up); TLSv1.2 or TLSv1.3; older ones fail start-up naming the key")),
+    ("tlsCertFilesRefreshDurationSeconds", H(TLS_REFRESH)),
+    ("authorizedRoles", H("with BookieAuthZFactory: the roles authorized (split on ',', trimmed); an empty list or an empty element fails start-up, as in Java")),
     ("permittedStartupUsers", N("the OS user is not checked: run the binary as the intended user (e.g. systemd User=)")),
     ("disableServerSocketBind", N("the bookie always listens on bookiePort (there is no local transport to use instead)")),
     ("enableLocalTransport", N("there is no in-process local transport")),
@@ -232,7 +232,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("zkTimeout", H("the ZooKeeper session timeout")),
     ("zkRetryBackoffStartMs", N("the ZooKeeper client reconnects with its own backoff within zkTimeout")),
     ("zkRetryBackoffMaxMs", N("the ZooKeeper client reconnects with its own backoff within zkTimeout")),
-    ("zkEnableSecurity", R("when true: ZooKeeper SASL and ACLs are not supported, and running without them would leave the bookie's znodes open")),
+    ("zkEnableSecurity", R("when true: bookie-rs has no ZooKeeper SASL login, which the CREATOR_ALL ACLs Java then sets need (without one Java's bookie fails too, with InvalidACL); running without them would leave the znodes open")),
     ("zkRequestRateLimit", N("ZooKeeper requests are not rate-limited")),
     ("ledgerManagerFactoryClass", N(CLASS_LOADING)),
     ("ledgerManagerType", N(CLASS_LOADING)),
@@ -243,11 +243,11 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("httpServerPort", H("the admin API's port")),
     ("httpServerHost", H("the admin API's address")),
     ("httpServerClass", N("the HTTP server is built in")),
-    ("httpServerTlsEnable", N("HTTPS for the admin API is not implemented yet: it is served over plain HTTP")),
-    ("httpServerKeyStorePath", N(HTTPS)),
-    ("httpServerKeyStorePassword", N(HTTPS)),
-    ("httpServerTrustStorePath", N(HTTPS)),
-    ("httpServerTrustStorePassword", N(HTTPS)),
+    ("httpServerTlsEnable", H("true: the admin API (and its /metrics) over HTTPS, always requiring a client certificate, as Java's Vert.x server; a bad store fails start-up naming the key (Java runs without its HTTP port then); the metrics-only listener stays plain, as Java's")),
+    ("httpServerKeyStorePath", H("the admin port's key store: PKCS12 (a JKS-typed PKCS12 file loads; a real JKS file is refused with the keytool command that converts it)")),
+    ("httpServerKeyStorePassword", H("the admin port's key store password (inline, not a file); also opens its trust store, as in Java")),
+    ("httpServerTrustStorePath", H("the CA certificates the admin port verifies client certificates against (PKCS12 entries with Java's trusted-certificate attribute)")),
+    ("httpServerTrustStorePassword", N("never read, as in Java, whose getter returns httpServerKeyStorePassword: the trust store is opened with httpServerKeyStorePassword")),
     ("enableStatistics", H("false: no metrics are served (/metrics answers 500)")),
     ("statsProviderClass", H("metrics are exported only with org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider (or --metrics-port); another class is named at start-up as having no effect (docs/metrics.md §1)")),
     ("prometheusStatsHttpEnable", H("false: no metrics-only listener when httpServerEnabled=false")),

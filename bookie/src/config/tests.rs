@@ -152,10 +152,13 @@ fn invalid_values_name_the_key_and_value() {
     let e = err_text(&format!("{ZK}bookiePort=0\n"), &[]);
     assert!(e.contains("allowEphemeralPorts"), "{e}");
     let e = err_text(
-        &format!("{ZK}tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory\n"),
+        &format!("{ZK}tlsProviderFactoryClass=com.example.MyTls\n"),
         &[],
     );
-    assert!(e.contains("tlsProviderFactoryClass"), "{e}");
+    assert!(
+        e.contains("tlsProviderFactoryClass") && e.contains("com.example.MyTls"),
+        "{e}"
+    );
     let e = err_text("", &[]);
     assert!(
         e.contains("metadataServiceUri") && e.contains("--standalone"),
@@ -459,4 +462,73 @@ fn the_latency_rollover_is_whole_seconds_of_at_least_one() {
             "{bad}: {e}"
         );
     }
+}
+
+#[test]
+fn stock_tls_and_authz_classes_are_accepted_and_parsed() {
+    let text = format!(
+        "{ZK}tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory\n\
+         tlsKeyStoreType=PEM\ntlsKeyStore=/k.pem\ntlsCertificatePath=/c.pem\n\
+         tlsTrustStoreType=PKCS12\ntlsTrustStore=/t.p12\ntlsClientAuthentication=true\n\
+         tlsEnabledProtocols=TLSv1.3,TLSv1.2\n\
+         bookieAuthProviderFactoryClass=org.apache.bookkeeper.tls.BookieAuthZFactory\n\
+         authorizedRoles=pulsar, admin\n"
+    );
+    let (c, report) = load(&text, &[]).unwrap();
+    let tls = c.tls.expect("TLS settings");
+    assert!(c.tls_provider_factory_class_present);
+    assert!(tls.client_authentication);
+    assert_eq!(tls.enabled_protocol.as_deref(), Some("TLSv1.3"));
+    assert_eq!(
+        tls.key_store.map(|k| (k.key, k.path)),
+        Some(("tlsKeyStore", std::path::PathBuf::from("/k.pem")))
+    );
+    assert_eq!(
+        c.bookie_authz.unwrap().authorized_roles,
+        ["pulsar".to_string(), "admin".to_string()]
+    );
+    assert!(
+        report.unknown_keys.is_empty() && report.ignored_keys.is_empty(),
+        "{report:?}"
+    );
+    assert!(
+        report
+            .adjusted
+            .iter()
+            .any(|n| n.starts_with("tlsEnabledProtocols") && n.contains("TLSv1.2")),
+        "{:?}",
+        report.adjusted
+    );
+    // Empty: TLS off, but present (Java still advertises "tls").
+    let (c, _) = load(&format!("{ZK}tlsProviderFactoryClass=\n"), &[]).unwrap();
+    assert!(c.tls.is_none() && c.tls_provider_factory_class_present);
+    let (c, _) = load(ZK, &[]).unwrap();
+    assert!(c.tls.is_none() && !c.tls_provider_factory_class_present && c.http_tls.is_none());
+}
+
+#[test]
+fn security_refusals_name_the_key_and_say_why() {
+    let e = err_text(&format!("{ZK}zkEnableSecurity=true\n"), &[]);
+    assert!(
+        e.starts_with("zkEnableSecurity:") && e.contains("SASL") && e.contains("InvalidACL"),
+        "{e}"
+    );
+    let sasl = "org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory";
+    let e = err_text(&format!("{ZK}bookieAuthProviderFactoryClass={sasl}\n"), &[]);
+    assert!(
+        e.contains("bookieAuthProviderFactoryClass") && e.contains(sasl),
+        "{e}"
+    );
+    let e = err_text(
+        &format!(
+            "{ZK}tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory\ntlsKeyStoreType=pkcs12\n"
+        ),
+        &[],
+    );
+    assert!(e.contains("tlsKeyStoreType") && e.contains("pkcs12"), "{e}");
+    let e = err_text(
+        &format!("{ZK}bookieAuthProviderFactoryClass=org.apache.bookkeeper.tls.BookieAuthZFactory\nauthorizedRoles=\n"),
+        &[],
+    );
+    assert!(e.starts_with("authorizedRoles:"), "{e}");
 }

@@ -7,6 +7,16 @@
 //!
 //! rustls runs on the ring provider only (no OpenSSL, no aws-lc-rs at run time or build time).
 
+pub mod contexts;
+pub mod error;
+pub mod names;
+pub mod refresh;
+pub mod server_config;
+#[cfg(test)]
+mod server_config_tests;
+pub mod settings;
+pub mod stores;
+
 use std::sync::Arc;
 
 use parking_lot::RwLock;
