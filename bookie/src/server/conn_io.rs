@@ -131,3 +131,107 @@ pub(super) async fn write_responses(
     }
     Some(writer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::send_budget::ResponseBudget;
+    use crate::tls::TlsContext;
+    use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+    use tokio::io::AsyncReadExt;
+    use tokio::sync::Semaphore;
+
+    /// A TLS session over a loopback socket whose send buffer is tiny, so it is full at the
+    /// end of nearly every write: what rustls accepted then stays in its buffer unless the
+    /// writer flushes.
+    #[tokio::test]
+    async fn every_response_reaches_the_peer_when_the_socket_is_full_after_a_write() {
+        crate::tls::install_crypto_provider();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&key).unwrap().der().clone();
+        let issuer = rcgen::Issuer::new(ca_params, key);
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .signed_by(&leaf_key, &issuer)
+            .unwrap()
+            .der()
+            .clone();
+        let server = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![leaf],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+            )
+            .unwrap();
+        let ctx = TlsContext::new(Arc::new(server));
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca_cert).unwrap();
+        let client = Arc::new(
+            rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connect = tokio::spawn(async move {
+            // Small buffers on both ends (loopback frees the sender's buffer as soon as
+            // the receiver queues the bytes, so the receiver's buffer is what fills).
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let tcp = socket.connect(addr).await.unwrap();
+            tokio_rustls::TlsConnector::from(client)
+                .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                .await
+                .unwrap()
+        });
+        let (accepted, _) = listener.accept().await.unwrap();
+        socket2::SockRef::from(&accepted)
+            .set_send_buffer_size(4096)
+            .unwrap();
+        let tls = crate::tls::upgrade::accept(
+            &ctx,
+            accepted,
+            bytes::Bytes::new(),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let mut peer = connect.await.unwrap();
+        let (_read, write) = tokio::io::split(tls);
+
+        let (tx, rx) = mpsc::channel(64);
+        let writer = tokio::spawn(write_responses(ConnWriter::Tls(write), rx, None));
+        let budget = ResponseBudget::new(64 << 20, Arc::new(Semaphore::new(64 << 20)), 64 << 20, 1);
+        let mut sent = 0;
+        for (i, len) in [300_000usize, 1000, 70_000, 5, 512 * 1024]
+            .into_iter()
+            .enumerate()
+        {
+            let bytes = bytes::Bytes::from(vec![i as u8; len]);
+            sent += len;
+            tx.send(budget.queue(bytes).await).await.unwrap();
+        }
+        // The queue stays open: the writer has no later write to push a stuck record out.
+        let mut got = 0;
+        let mut buf = vec![0u8; 16 * 1024];
+        let all = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            while got < sent {
+                let n = peer.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed early");
+                got += n;
+                tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+            }
+        })
+        .await;
+        assert!(all.is_ok(), "{got} of {sent} bytes arrived");
+        drop(tx);
+        assert!(
+            writer.await.unwrap().is_some(),
+            "the writer hands its half back"
+        );
+    }
+}
