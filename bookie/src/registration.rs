@@ -201,7 +201,8 @@ impl Registration {
         let http = cfg
             .http_server_enabled
             .then_some((cfg.http_server_host.as_str(), cfg.http_server_port));
-        let info = BookieServiceInfo::for_bookie(&addr.host, addr.port, http);
+        // "tls" extension: not advertised until the lead wires the TLS config (issue 13).
+        let info = BookieServiceInfo::for_bookie(&addr.host, addr.port, http, false);
         let (fatal_tx, _) = tokio::sync::watch::channel(None);
         let reg = Registration {
             inner: Arc::new(Inner {

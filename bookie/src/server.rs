@@ -23,9 +23,12 @@
 //! frame limit and, before it is allocated or read into, the global byte budget, response queue by count and bytes, in-progress work by [`limits`]).
 
 pub mod codec;
+mod conn_io;
 pub mod limits;
 mod listen;
+mod pre_auth;
 mod send_budget;
+mod start_tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,7 +42,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
 use crate::handlers::Bookie;
+use crate::tls::{ConnectionAuthorizer, TlsContext};
 use codec::{Decoded, Echo};
+use conn_io::{write_responses, ConnReader, ConnWriter};
 use limits::{Limits, LimitsConfig};
 use send_budget::{send_permits, Queued, ResponseBudget};
 
@@ -66,6 +71,14 @@ pub struct ServerConfig {
     pub send_bytes_total: usize,
     /// How long SIGTERM waits for in-flight requests.
     pub drain_timeout: Duration,
+    /// The TLS context START_TLS upgrades with (`tlsProviderFactoryClass`; docs/tls.md §1).
+    /// `None`: START_TLS answers EBADREQ and nothing else changes.
+    pub tls: Option<Arc<TlsContext>>,
+    /// Decides after each handshake whether the connection is authorized
+    /// (`bookieAuthProviderFactoryClass`; docs/tls.md §3). `None`: every connection is.
+    pub authorizer: Option<Arc<dyn ConnectionAuthorizer>>,
+    /// How long a client has for its TLS handshake after the EOK (Netty's 10 s).
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +93,9 @@ impl Default for ServerConfig {
             response_queue_bytes: DEFAULT_RESPONSE_QUEUE_BYTES,
             send_bytes_total: DEFAULT_SEND_BYTES_TOTAL,
             drain_timeout: Duration::from_secs(10),
+            tls: None,
+            authorizer: None,
+            tls_handshake_timeout: crate::tls::upgrade::HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -345,7 +361,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                     if let Some(o) = &shared.observer {
                         o.connections(1);
                     }
-                    if let Err(reason) = serve_connection(stream, shared.clone()).await {
+                    if let Err(reason) = serve_connection(stream, peer, shared.clone()).await {
                         tracing::debug!(%peer, %reason, "connection closed");
                     }
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
@@ -393,17 +409,36 @@ fn configure_accepted(stream: &TcpStream, config: &ServerConfig) -> Result<(), S
 }
 
 /// Reads requests until EOF, a malformed frame, an I/O error or shutdown.
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String> {
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<(), String> {
     configure_accepted(&stream, &shared.config)?;
-    let (mut reader, writer) = stream.into_split();
-    let (tx, rx) = mpsc::channel::<Queued>(shared.config.response_queue_len.max(1));
+    let (reader, writer) = stream.into_split();
+    let mut reader = ConnReader::Plain(reader);
+    let queue_len = shared.config.response_queue_len.max(1);
+    let (mut tx, rx) = mpsc::channel::<Queued>(queue_len);
     let budget = ResponseBudget::new(
         shared.config.response_queue_bytes,
         shared.send.clone(),
         shared.config.send_bytes_total,
         shared.config.max_frame_bytes,
     );
-    let writer_task = tokio::spawn(write_responses(writer, rx, shared.observer.clone()));
+    let mut writer_task = Some(tokio::spawn(write_responses(
+        ConnWriter::Plain(writer),
+        rx,
+        shared.observer.clone(),
+    )));
+    let mut security = codec::Security {
+        tls: shared.config.tls.is_some(),
+        tls_active: false,
+        unauthorized: shared.config.authorizer.is_some(),
+    };
+    // Requests of this connection not answered yet (START_TLS waits for none).
+    let outstanding = Arc::new(start_tls::Outstanding::default());
+    // The TLS buffers' share of the byte budget, once upgraded.
+    let mut _tls_budget = None;
     let conn_limits = shared.limits.connection();
     let decoder = FrameDecoder::new(shared.config.max_frame_bytes);
     let mut protocol = codec::ConnectionProtocol::default();
@@ -432,8 +467,65 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
             // The frame's bytes leave the buffer's budget for the request's: counted once.
             let frame_bytes = read_budget.take(total);
             let frame_len = frame.len();
-            match codec::decode(frame, &mut protocol) {
+            match codec::decode(frame, &mut protocol, security) {
                 Decoded::Close(reason) => break 'conn Err(reason),
+                Decoded::Ignore => drop(frame_bytes),
+                Decoded::StartTls(header) => {
+                    drop(frame_bytes);
+                    // Nothing in clear may follow the EOK: answer what is in flight first.
+                    tokio::select! {
+                        _ = outstanding.drained() => {}
+                        _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                    }
+                    let queued = budget.queue(codec::start_tls_ok(&header)).await;
+                    if tx.send(queued).await.is_err() {
+                        break 'conn Err("writer gone".into());
+                    }
+                    // Closing the queue ends the writer once the EOK is out; it hands the
+                    // write half back.
+                    let (next_tx, next_rx) = mpsc::channel::<Queued>(queue_len);
+                    drop(std::mem::replace(&mut tx, next_tx));
+                    let writer = match writer_task.take() {
+                        Some(task) => tokio::select! {
+                            w = task => w.ok().flatten(),
+                            _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                        },
+                        None => None,
+                    };
+                    let Some(writer) = writer else {
+                        break 'conn Err("writing the START_TLS response failed".into());
+                    };
+                    // Bytes after the START_TLS frame are the client's first TLS bytes.
+                    let prefix = std::mem::take(&mut buf).freeze();
+                    let plain = std::mem::replace(&mut reader, ConnReader::Detached);
+                    let upgraded = tokio::select! {
+                        u = start_tls::upgrade(&shared, plain, writer, prefix) => u,
+                        _ = shutdown.wait_for(|s| *s) => break 'conn Ok(()),
+                    };
+                    let upgraded = match upgraded {
+                        Ok(u) => u,
+                        Err(reason) => {
+                            tracing::info!(%peer, %reason, "TLS handshake failed: connection closed");
+                            break 'conn Ok(());
+                        }
+                    };
+                    reader = upgraded.reader;
+                    _tls_budget = Some(upgraded.budget);
+                    security.tls_active = true;
+                    security.unauthorized = !upgraded.authorized;
+                    writer_task = Some(tokio::spawn(write_responses(
+                        upgraded.writer,
+                        next_rx,
+                        shared.observer.clone(),
+                    )));
+                    if security.unauthorized {
+                        // Java's answer to a refused client, inside TLS; the connection stays.
+                        let queued = budget.queue(codec::start_tls_refused(&header)).await;
+                        if tx.send(queued).await.is_err() {
+                            break 'conn Err("writer gone".into());
+                        }
+                    }
+                }
                 Decoded::Reply(bytes) => {
                     drop(frame_bytes);
                     let queued = budget.queue(bytes).await;
@@ -459,6 +551,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         None
                     };
                     let in_flight = InFlight::new(&shared);
+                    let outstanding = outstanding.guard();
                     // Polled once first: only a request that finds its limits full
                     // is counted as blocked (one poll, no extra work when it is not).
                     let mut admit =
@@ -525,6 +618,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                             None => budget.queue(bytes).await,
                         };
                         let _ = tx.send(queued).await;
+                        drop(tx);
+                        drop(outstanding);
                         drop(permit);
                         drop(in_flight);
                     });
@@ -559,7 +654,12 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     };
     drop(tx);
     // Let queued responses go out (the writer ends when every sender is gone).
-    let _ = writer_task.await;
+    if let Some(task) = writer_task {
+        if let Ok(Some(mut writer)) = task.await {
+            // TCP: FIN; TLS: close_notify first.
+            let _ = writer.shutdown().await;
+        }
+    }
     result
 }
 
@@ -636,57 +736,6 @@ fn exact_copy(buf: &BytesMut, capacity: usize) -> BytesMut {
     let mut fresh = BytesMut::with_capacity(capacity.max(buf.len()));
     fresh.extend_from_slice(buf);
     fresh
-}
-
-/// Writes queued responses, coalescing whatever is already queued (up to 256 KiB) into
-/// one write.
-async fn write_responses(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Queued>,
-    observer: Option<Arc<dyn RequestObserver>>,
-) {
-    const COALESCE_BYTES: usize = 256 * 1024;
-    // One record per socket write (a batch of coalesced responses, or one large one).
-    async fn timed_write(
-        writer: &mut tokio::net::tcp::OwnedWriteHalf,
-        bytes: &[u8],
-        observer: &Option<Arc<dyn RequestObserver>>,
-    ) -> bool {
-        let started = std::time::Instant::now();
-        let ok = writer.write_all(bytes).await.is_ok();
-        if let Some(o) = observer {
-            o.channel_write(started.elapsed(), ok);
-        }
-        ok
-    }
-    let mut out = BytesMut::new();
-    let mut batch: Vec<Queued> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        if first.bytes.len() >= COALESCE_BYTES {
-            if !timed_write(&mut writer, &first.bytes, &observer).await {
-                return;
-            }
-            continue;
-        }
-        out.clear();
-        out.extend_from_slice(&first.bytes);
-        batch.push(first);
-        while out.len() < COALESCE_BYTES {
-            match rx.try_recv() {
-                Ok(next) => {
-                    out.extend_from_slice(&next.bytes);
-                    batch.push(next);
-                }
-                Err(_) => break,
-            }
-        }
-        if !timed_write(&mut writer, &out, &observer).await {
-            return;
-        }
-        // Written: give the budget back.
-        batch.clear();
-    }
-    let _ = writer.shutdown().await;
 }
 
 /// The echo fields of a request, kept while it is processed (re-exported for tests).

@@ -74,10 +74,16 @@ impl Endpoint {
 impl BookieServiceInfo {
     /// What a Java bookie publishes (docs/registration.md §4.2): the `bookie-rpc` endpoint and, if the
     /// HTTP server is enabled, the `httpserver` endpoint.
+    ///
+    /// `tls`: the `bookie-rpc` endpoint lists the extension `"tls"`. Java's `BookieService`
+    /// adds it when `tlsProviderFactoryClass` is present in the configuration, even empty
+    /// (which leaves TLS off); the `httpserver` endpoint never has it, not even with
+    /// `httpServerTlsEnable` (docs/tls.md §1).
     pub fn for_bookie(
         host: &str,
         bookie_port: u16,
         http: Option<(&str, u16)>,
+        tls: bool,
     ) -> BookieServiceInfo {
         let mut endpoints = vec![Endpoint {
             id: "bookie".into(),
@@ -85,7 +91,7 @@ impl BookieServiceInfo {
             host: host.into(),
             protocol: "bookie-rpc".into(),
             auth: Vec::new(),
-            extensions: Vec::new(),
+            extensions: if tls { vec!["tls".into()] } else { Vec::new() },
         }];
         if let Some((h, p)) = http {
             endpoints.push(Endpoint {
@@ -245,7 +251,7 @@ mod tests {
 
     #[test]
     fn matches_java_bytes_for_reference_example() {
-        let info = BookieServiceInfo::for_bookie("127.0.0.1", 3181, None);
+        let info = BookieServiceInfo::for_bookie("127.0.0.1", 3181, None, false);
         let bytes = info.encode();
         assert_eq!(bytes.len(), 36);
         assert_eq!(
@@ -256,9 +262,29 @@ mod tests {
     }
 
     #[test]
+    fn tls_adds_the_extension_to_the_bookie_endpoint_only() {
+        let info = BookieServiceInfo::for_bookie("127.0.0.1", 3181, Some(("0.0.0.0", 8080)), true);
+        assert_eq!(info.endpoints[0].extensions, vec!["tls".to_string()]);
+        assert!(
+            info.endpoints[1].extensions.is_empty(),
+            "httpserver: no extension"
+        );
+        let bytes = BookieServiceInfo::for_bookie("127.0.0.1", 3181, None, true).encode();
+        // The 36 bytes above with the endpoint 5 bytes longer: `32 03 "tls"` (its field 6).
+        assert_eq!(
+            hex(&bytes),
+            "32270a06626f6f6b696510ed181a093132372e302e302e31220a626f6f6b69652d7270633203746c73"
+        );
+        assert_eq!(
+            BookieServiceInfo::decode(&bytes).unwrap().endpoints[0].extensions,
+            vec!["tls".to_string()]
+        );
+    }
+
+    #[test]
     fn round_trip_with_http_and_properties() {
-        let mut info = BookieServiceInfo::for_bookie("bk-1.example", 3181, Some(("0.0.0.0", 8080)));
-        info.endpoints[0].extensions.push("tls".into());
+        let mut info =
+            BookieServiceInfo::for_bookie("bk-1.example", 3181, Some(("0.0.0.0", 8080)), true);
         info.properties.push(("k".into(), "v".into()));
         let back = BookieServiceInfo::decode(&info.encode()).unwrap();
         assert_eq!(back, info);

@@ -11,6 +11,9 @@
 //! - Requests answered without touching storage (AUTH with no plugin, START_TLS without
 //!   TLS, unsupported v3 operations, bad versions) become [`Decoded::Reply`].
 //! - Error codes above 106 are never sent to v2 clients ([`Status::v2_code`]).
+//! - **TLS and authorization** ([`Security`]): START_TLS becomes [`Decoded::StartTls`] when
+//!   the bookie has TLS (docs/tls.md §1); a connection not authorized yet gets only the
+//!   pre-authorization answers of [`super::pre_auth`] (docs/tls.md §3).
 
 use bk_proto::v2::{self, ErrorCode, Flags};
 use bk_proto::v3::{self, BkPacketHeader, RequestBody, StatusCode};
@@ -58,6 +61,23 @@ pub enum Decoded {
     Reply(Bytes),
     /// Undecodable: close the connection without a response.
     Close(String),
+    /// START_TLS on a bookie with TLS (docs/tls.md §1): the server drains, answers EOK in
+    /// clear and runs the handshake. Carries the request's header.
+    StartTls(BkPacketHeader),
+    /// Nothing to answer (an AUTH for our authorizer before authorization, docs/tls.md §3).
+    Ignore,
+}
+
+/// What a connection's TLS and authorization state lets through (docs/tls.md §1, §3).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Security {
+    /// The bookie has a TLS context: START_TLS upgrades (otherwise EBADREQ, as before).
+    pub tls: bool,
+    /// This connection already runs TLS: another START_TLS closes it, as in Java.
+    pub tls_active: bool,
+    /// The bookie has an authorizer and it has not authorized this connection: requests
+    /// get the pre-authorization answers ([`super::pre_auth`]).
+    pub unauthorized: bool,
 }
 
 fn v2_error(status: Status) -> ErrorCode {
@@ -86,12 +106,20 @@ fn encode_v3(resp: &v3::Response) -> Bytes {
     frame(|dst| v3::encode_response(resp, dst))
 }
 
-/// Decodes one frame payload.
-pub fn decode(payload: Bytes, protocol: &mut ConnectionProtocol) -> Decoded {
-    match bk_proto::decode_request(payload, &mut protocol.0) {
-        Err(e) => Decoded::Close(format!("undecodable frame: {e}")),
-        Ok(bk_proto::Request::V2(req)) => decode_v2(req),
-        Ok(bk_proto::Request::V3(req)) => decode_v3(*req),
+/// Decodes one frame payload on a connection in state `security`.
+pub fn decode(payload: Bytes, protocol: &mut ConnectionProtocol, security: Security) -> Decoded {
+    let req = match bk_proto::decode_request(payload, &mut protocol.0) {
+        Err(e) => return Decoded::Close(format!("undecodable frame: {e}")),
+        Ok(req) => req,
+    };
+    if security.unauthorized {
+        if let Some(answer) = super::pre_auth::answer(&req) {
+            return answer;
+        }
+    }
+    match req {
+        bk_proto::Request::V2(req) => decode_v2(req),
+        bk_proto::Request::V3(req) => decode_v3(*req, security),
     }
 }
 
@@ -204,11 +232,15 @@ fn read_error(entry: i64, status: Status) -> Reply {
     }
 }
 
-fn decode_v3(req: v3::Request) -> Decoded {
+fn decode_v3(req: v3::Request, security: Security) -> Decoded {
     let (header, body) = v3::split_request(req);
     let reply_now = |resp: v3::Response| Decoded::Reply(encode_v3(&resp));
     match &body {
         RequestBody::Auth(_) => return reply_now(v3::auth_disabled_response(&header)),
+        RequestBody::StartTls if security.tls_active => {
+            return Decoded::Close("START_TLS on a TLS connection".into())
+        }
+        RequestBody::StartTls if security.tls => return Decoded::StartTls(header),
         RequestBody::StartTls => {
             return reply_now(v3::start_tls_response(&header, StatusCode::Ebadreq))
         }
@@ -316,6 +348,18 @@ fn decode_v3(req: v3::Request) -> Decoded {
             entry,
         },
     }
+}
+
+/// The clear-text EOK to a START_TLS, written before the handshake (docs/tls.md §1).
+pub fn start_tls_ok(header: &BkPacketHeader) -> Bytes {
+    encode_v3(&v3::start_tls_response(header, StatusCode::Eok))
+}
+
+/// The answer, inside TLS, to a START_TLS whose connection the authorizer refused: the
+/// request's header as received and EIO, as Java's `processStartTLSRequestV3` sends it
+/// (docs/tls.md §3).
+pub fn start_tls_refused(header: &BkPacketHeader) -> Bytes {
+    encode_v3(&v3::status_only_response(*header, StatusCode::Eio))
 }
 
 /// Encodes the response to a request (identified by its echo).
@@ -439,5 +483,61 @@ fn v3_response(header: &BkPacketHeader, ledger: i64, entry: i64, reply: &Reply) 
         ),
         // A v2-only reply on a v3 request cannot happen (dispatch mirrors the op).
         Reply::BatchRead { .. } => v3::unsupported_operation_response(header),
+    }
+}
+
+#[cfg(test)]
+mod security_tests {
+    use super::*;
+
+    fn start_tls_payload() -> Bytes {
+        let mut b = BytesMut::new();
+        v3::encode_request(&v3::new_request(1, None, RequestBody::StartTls), &mut b).unwrap();
+        b.split_off(4).freeze()
+    }
+
+    fn decode_in(security: Security) -> Decoded {
+        decode(
+            start_tls_payload(),
+            &mut ConnectionProtocol::default(),
+            security,
+        )
+    }
+
+    #[test]
+    fn start_tls_in_every_state() {
+        let off = Security::default();
+        let Decoded::Reply(b) = decode_in(off) else {
+            panic!("EBADREQ without TLS")
+        };
+        assert_eq!(
+            &b[..],
+            b"\x00\x00\x00\x0b\x0a\x06\x08\x03\x10\x09\x18\x01\x10\x94\x03"
+        );
+        let on = Security { tls: true, ..off };
+        assert!(matches!(decode_in(on), Decoded::StartTls(h) if h.txn_id == 1));
+        let unauthorized = Security {
+            unauthorized: true,
+            ..on
+        };
+        assert!(
+            matches!(decode_in(unauthorized), Decoded::StartTls(_)),
+            "START_TLS passes the pre-authorization gate"
+        );
+        let again = Security {
+            tls_active: true,
+            ..on
+        };
+        assert!(matches!(decode_in(again), Decoded::Close(_)));
+        let eok = start_tls_ok(&v3::request_header(9, 1, None));
+        assert_eq!(
+            &eok[..],
+            b"\x00\x00\x00\x0d\x0a\x06\x08\x03\x10\x09\x18\x01\x10\x00\xd2\x06\x00"
+        );
+        let eio = start_tls_refused(&v3::request_header(9, 1, None));
+        assert_eq!(
+            &eio[..],
+            b"\x00\x00\x00\x0b\x0a\x06\x08\x03\x10\x09\x18\x01\x10\xf5\x03"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub mod server_config;
 mod server_config_tests;
 pub mod settings;
 pub mod stores;
+pub mod upgrade;
 
 use std::sync::Arc;
 
