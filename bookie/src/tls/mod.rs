@@ -7,6 +7,8 @@
 //!
 //! rustls runs on the ring provider only (no OpenSSL, no aws-lc-rs at run time or build time).
 
+pub mod authz;
+
 use std::sync::Arc;
 
 use parking_lot::RwLock;
