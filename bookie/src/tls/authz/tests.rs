@@ -140,8 +140,10 @@ fn a_subject_without_ou_has_no_roles() {
     assert_eq!(roles_from_cert(&der), None);
 }
 
-/// Hand-made subjects: `(label, subject, roles)`.
-fn subject_vectors() -> Vec<(&'static str, Vec<u8>, Option<Vec<String>>)> {
+/// A hand-made subject: `(label, subject, roles)`.
+type SubjectVector = (&'static str, Vec<u8>, Option<Vec<String>>);
+
+fn subject_vectors() -> Vec<SubjectVector> {
     vec![
         (
             "first-ou-wins",
