@@ -38,10 +38,10 @@ BOOKIE_BIN="$PWD/target/debug/bookie" cargo test -p bkbench --test real_bookie -
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     stage "fuzz smoke (wire decoders)"
     FUZZ_SECONDS="${FUZZ_WIRE_SECONDS:-60}" scripts/fuzz-smoke.sh v2_request v3_request frame
-    stage "fuzz smoke (responses, journal, segments, cookies, config, ZooKeeper metadata)"
+    stage "fuzz smoke (responses, journal, segments, cookies, config, ZooKeeper metadata, cert roles)"
     FUZZ_SECONDS="${FUZZ_OTHER_SECONDS:-20}" scripts/fuzz-smoke.sh v2_response v3_response \
         journal_record journal_replay segment_footer segment_index ledger_state \
-        cookie_text properties zk_metadata
+        cookie_text properties zk_metadata cert_roles
 fi
 
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then

@@ -16,6 +16,12 @@
 //! connection (no keep-alive: probes and scrapes open one each), bodies up to 64 KiB
 //! (mod.rs). While a listener serves `/metrics`, the op-stat quantile window closes every
 //! `prometheusStatsLatencyRolloverSeconds` (`metrics/rollover.rs`).
+//!
+//! TLS (`httpServerTlsEnable`, docs/tls.md §5): given a [`TlsContext`], the admin listener
+//! serves HTTPS only: every accepted connection completes a TLS handshake, from the context's
+//! current config and within [`HEAD_TIMEOUT`], before hyper reads a byte; a handshake that
+//! fails or stalls closes that connection only. `/metrics` on the admin port goes over the
+//! same TLS. The metrics-only listener stays plaintext, as Java's Prometheus port does.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,12 +30,15 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use super::AdminState;
 use crate::config::BookieConfig;
 use crate::metrics::rollover;
+use crate::tls::TlsContext;
 
 /// Connections served at once per listener.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -87,11 +96,21 @@ impl AdminListeners {
     }
 }
 
-/// Starts what the configuration asks for (module docs); a listener that cannot be bound
-/// is an error naming its key and address.
+/// Starts what the configuration asks for (module docs), all plaintext; a listener that
+/// cannot be bound is an error naming its key and address.
 pub async fn start_from_config(
     cfg: &BookieConfig,
     state: Arc<AdminState>,
+) -> std::io::Result<AdminListeners> {
+    start_with_tls(cfg, state, None).await
+}
+
+/// [`start_from_config`], the admin listener over TLS from `admin_tls` when given (module
+/// docs); the metrics-only listener is plaintext either way.
+pub async fn start_with_tls(
+    cfg: &BookieConfig,
+    state: Arc<AdminState>,
+    admin_tls: Option<Arc<TlsContext>>,
 ) -> std::io::Result<AdminListeners> {
     let statistics = cfg.metrics_enabled;
     let admin = if cfg.http_server_enabled {
@@ -101,8 +120,15 @@ pub async fn start_from_config(
             cfg.http_server_port,
         )
         .await?;
-        let l = bind("httpServerPort", addr, super::router(state.clone())).await?;
-        tracing::info!(addr = %l.local_addr, "admin HTTP API listening (with /metrics)");
+        let tls = admin_tls.is_some();
+        let l = bind(
+            "httpServerPort",
+            addr,
+            super::router(state.clone()),
+            admin_tls,
+        )
+        .await?;
+        tracing::info!(addr = %l.local_addr, tls, "admin HTTP API listening (with /metrics)");
         Some(l)
     } else {
         None
@@ -119,6 +145,7 @@ pub async fn start_from_config(
             "prometheusStatsHttpPort",
             addr,
             super::metrics_router(state.clone()),
+            None,
         )
         .await?;
         tracing::info!(addr = %l.local_addr, "metrics endpoint listening");
@@ -143,7 +170,7 @@ pub async fn serve_metrics(
     addr: SocketAddr,
     rollover: Duration,
 ) -> std::io::Result<AdminListeners> {
-    let l = bind("metrics", addr, super::metrics_router(state.clone())).await?;
+    let l = bind("metrics", addr, super::metrics_router(state.clone()), None).await?;
     Ok(AdminListeners {
         admin: None,
         metrics_only: Some(l),
@@ -165,8 +192,14 @@ async fn resolve(key: &str, host: &str, port: u16) -> std::io::Result<SocketAddr
         })
 }
 
-/// Binds `addr` and serves `router` on it until aborted.
-pub async fn bind(key: &str, addr: SocketAddr, router: Router) -> std::io::Result<Listener> {
+/// Binds `addr` and serves `router` on it until aborted, over TLS from `tls` when given
+/// (module docs).
+pub async fn bind(
+    key: &str,
+    addr: SocketAddr,
+    router: Router,
+    tls: Option<Arc<TlsContext>>,
+) -> std::io::Result<Listener> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("{key} {addr}: {e}")))?;
@@ -177,29 +210,52 @@ pub async fn bind(key: &str, addr: SocketAddr, router: Router) -> std::io::Resul
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return;
             };
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, %local_addr, "HTTP accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             };
-            let service = TowerToHyperService::new(router.clone());
+            let router = router.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                let mut builder = hyper::server::conn::http1::Builder::new();
-                builder
-                    .keep_alive(false)
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEAD_TIMEOUT)
-                    .max_buf_size(MAX_HEAD_BYTES);
-                let conn = builder.serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "HTTP connection failed");
+                let Some(ctx) = tls else {
+                    return serve_http(stream, router).await;
+                };
+                // The config current now: a certificate refresh reaches new connections.
+                let acceptor = TlsAcceptor::from(ctx.current());
+                match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => serve_http(stream, router).await,
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, %peer, %local_addr, "HTTPS handshake failed")
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, %local_addr, "HTTPS handshake timed out")
+                    }
                 }
             });
         }
     });
     Ok(Listener { local_addr, accept })
+}
+
+/// One HTTP/1.1 exchange on `stream` (plain TCP or TLS), bounded as the module docs say.
+async fn serve_http<S>(stream: S, router: Router)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(router);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .keep_alive(false)
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES);
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, "HTTP connection failed");
+    }
 }

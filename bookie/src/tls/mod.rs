@@ -7,6 +7,7 @@
 //!
 //! rustls runs on the ring provider only (no OpenSSL, no aws-lc-rs at run time or build time).
 
+pub mod authz;
 pub mod contexts;
 pub mod error;
 pub mod names;
