@@ -100,7 +100,7 @@ final class Tls {
             // direct add nor a direct read gets through (the client fails the handshake).
             BookKeeper distrust = sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.otherCaCert()));
             BookieId b0 = BookieId.parse(side.bookies().get(0).bookieId());
-            int add = rawAdd(distrust, b0, ctx.v2);
+            int add = rawAdd(distrust, b0, PROBE_LEDGER + 99, ctx.v2);
             int read = rawRead(distrust, b0, tlsLedger);
             Check.eq("direct add / read by a client that trusts only another CA, to " + b0,
                     name(BKException.Code.SecurityException) + " / " + name(BKException.Code.SecurityException),
@@ -121,9 +121,9 @@ final class Tls {
      * Client rc of a direct add and a direct read (the stock client's per-bookie BookieClient,
      * so the quorum logic does not hide the bookie's answer) to one bookie of 4 stock Java
      * bookies with BookieAuthZFactory (authorizedRoles=pulsar), per case: {add v2, read v2,
-     * add v3, read v3}. The add is entry 0 of a ledger no one wrote, with a good digest; the
-     * read is entry 0 of a closed ledger the authorized client wrote on every bookie; each is
-     * the first request of a new client. Measured with tests/interop/run.sh --impl java
+     * add v3, read v3}. The add is entry 0 of a ledger no one wrote (probeLedger), with a good
+     * digest; the read is entry 0 of a closed ledger the authorized client wrote on every
+     * bookie; each is the first request of a new client. Measured with tests/interop/run.sh --impl java
      * --scenario 17 (2026-12-01, stock 4.17.3 client and bookie, JDK 17, Netty OpenSSL
      * provider, TLS 1.3); a bookie-rs must give the same.
      * (Through LedgerHandle the refused adds never complete: the client retries the ensemble
@@ -165,7 +165,7 @@ final class Tls {
                 // v2 note at REFUSALS).
                 BookieId b0 = BookieId.parse(side.bookies().get(0).bookieId());
                 long t0 = System.nanoTime();
-                int add = rawAdd(sctx.newClient(refusedClient(certs, r)), b0, ctx.v2);
+                int add = rawAdd(sctx.newClient(refusedClient(certs, r)), b0, probeLedger(r, ctx), ctx.v2);
                 int read = rawRead(sctx.newClient(refusedClient(certs, r)), b0, ledger);
                 double secs = (System.nanoTime() - t0) / 1e9;
                 int[] want = REFUSALS.get(r);
@@ -280,22 +280,28 @@ final class Tls {
         return lh.getId();
     }
 
-    /** Ledger id of the direct adds: no ledger of the scenario has it. */
+    /** Ledger ids of the direct adds start here: no ledger of the scenarios has one. */
     static final long PROBE_LEDGER = 7_000_000L;
 
+    /** A ledger of its own per case and mode, so a wrongly accepted add cannot change another's answer. */
+    private static long probeLedger(Refused r, Ctx ctx) {
+        return PROBE_LEDGER + (ctx.v2 ? 0 : 100) + r.ordinal();
+    }
+
     /**
-     * A direct add of entry 0 of PROBE_LEDGER (good digest, any master key: the ledger is new
-     * to the bookie) to bookie through bk's BookieClient: client rc, or NO_ANSWER after 30 s.
+     * A direct add of entry 0 of ledger (good digest; the ledger is new to the bookie, so the
+     * master key is taken as given) to bookie through bk's BookieClient: client rc, or
+     * NO_ANSWER after 30 s.
      */
-    private static int rawAdd(BookKeeper bk, BookieId bookie, boolean v2) throws Exception {
+    private static int rawAdd(BookKeeper bk, BookieId bookie, long ledger, boolean v2) throws Exception {
         byte[] key = DigestManager.generateMasterKey(Ctx.PASSWORD);
-        DigestManager dm = DigestManager.instantiate(PROBE_LEDGER, Ctx.PASSWORD, LedgerMetadataFormat.DigestType.CRC32C,
+        DigestManager dm = DigestManager.instantiate(ledger, Ctx.PASSWORD, LedgerMetadataFormat.DigestType.CRC32C,
                 PooledByteBufAllocator.DEFAULT, v2);
         byte[] data = "may a refused client add?".getBytes(StandardCharsets.UTF_8);
         ReferenceCounted toSend = dm.computeDigestAndPackageForSending(0, -1, data.length, Unpooled.wrappedBuffer(data),
                 key, BookieProtocol.FLAG_NONE);
         CompletableFuture<Integer> rc = new CompletableFuture<>();
-        InteropAccess.bookieClient(bk).addEntry(bookie, PROBE_LEDGER, key, 0, toSend,
+        InteropAccess.bookieClient(bk).addEntry(bookie, ledger, key, 0, toSend,
                 (r, l, e, addr, c) -> rc.complete(r), null, BookieProtocol.FLAG_NONE, false,
                 EnumSet.noneOf(WriteFlag.class));
         try {
