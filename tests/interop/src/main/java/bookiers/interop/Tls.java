@@ -5,8 +5,8 @@
  *
  * Each scenario runs on a side cluster of its own (Cluster.cachedSide: 4 bookies of the pass's
  * implementation under their own ledgers root on the suite's ZooKeeper, kept for both modes
- * and killed when the implementation's pass ends),
- * so the shared cluster's bookies keep their plaintext configuration for every other scenario.
+ * and killed when the implementation's pass ends), so the shared cluster's bookies keep their
+ * plaintext configuration for every other scenario.
  * Certificates come from TlsCerts (openssl, at run time).
  *
  * s16: PEM keys on bookies 0-2 and a PKCS12 store on bookie 3, tlsClientAuthentication=true,
@@ -20,11 +20,11 @@
  * s17: the same cluster keys plus bookieAuthProviderFactoryClass=BookieAuthZFactory and
  * authorizedRoles=pulsar. The authorized client writes and reads; then each refused case
  * (plaintext, TLS without a client certificate, a certificate of an untrusted CA, an expired
- * one, one with no role, one with another role) tries an add and a read of the authorized
- * ledger, sent to one bookie through the client's BookieClient, and must get exactly the
- * client rc REFUSALS lists for its case, op and mode: what the stock client gets from the
- * stock Java bookie (measured, see REFUSALS), which a bookie-rs must give as well. Afterwards
- * the authorized clients are still served.
+ * one, one with no role, one with another role) sends a direct add (of a fresh ledger) and a
+ * direct read (of the authorized ledger) to one bookie through the client's BookieClient, each
+ * from a new client, and must get exactly the client rc REFUSALS lists for its case, op and
+ * mode: what the stock client gets from the stock Java bookie (measured, see REFUSALS), which
+ * a bookie-rs must give as well. Afterwards the authorized clients are still served.
  */
 package bookiers.interop;
 
@@ -35,9 +35,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.EnumSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -47,13 +47,13 @@ import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.BookKeeper.DigestType;
 import org.apache.bookkeeper.client.InteropAccess;
 import org.apache.bookkeeper.client.LedgerHandle;
-import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.client.api.WriteFlag;
+import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.net.BookieId;
 import org.apache.bookkeeper.proto.BookieProtocol;
+import org.apache.bookkeeper.proto.DataFormats.BookieServiceInfoFormat;
 import org.apache.bookkeeper.proto.DataFormats.LedgerMetadataFormat;
 import org.apache.bookkeeper.proto.checksum.DigestManager;
-import org.apache.bookkeeper.proto.DataFormats.BookieServiceInfoFormat;
 
 /** Scenarios 16 and 17. */
 final class Tls {
