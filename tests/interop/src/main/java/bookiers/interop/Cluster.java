@@ -7,6 +7,11 @@
  * Invariants: every process started is tracked and SIGKILLed by close() and by a JVM shutdown
  * hook, so a failed or interrupted run leaves nothing behind; metadata is (re)initialised with
  * BookKeeperAdmin.initNewCluster (the stock API behind `initnewcluster`), never hand-written.
+ *
+ * Side clusters (side()): a scenario that needs bookies with other keys (TLS, authorization)
+ * gets its own set of bookies under its own ledgers root on the same ZooKeeper, with its own
+ * run subdirectory; closing one kills only its bookies, and the shared cluster (/ledgers) is
+ * never touched by it.
  */
 package bookiers.interop;
 
@@ -20,9 +25,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import org.apache.bookkeeper.client.BookKeeperAdmin;
 import org.apache.bookkeeper.conf.ServerConfiguration;
 import org.apache.zookeeper.Watcher;
@@ -47,6 +54,14 @@ public final class Cluster implements AutoCloseable {
 
     final Path runDir;
     private final Path repoRoot;
+    /** The shared cluster whose ZooKeeper a side cluster uses; null for the shared cluster. */
+    private final Cluster parent;
+    /** Ledgers root of this cluster's metadata: LEDGERS_ROOT for the shared cluster. */
+    private final String ledgersRoot;
+    /** Extra bk_server.conf keys per bookie index (override the generated ones). */
+    private final IntFunction<Map<String, String>> extraKeys;
+    /** Running side clusters of cachedSide, by name (shared cluster only). */
+    private final Map<String, Cluster> sides = new java.util.LinkedHashMap<>();
     private ZooKeeperServer zkServer;
     private ServerCnxnFactory zkFactory;
     private int zkPort;
@@ -55,8 +70,61 @@ public final class Cluster implements AutoCloseable {
     private Impl impl;
 
     Cluster(Path runDir, Path repoRoot) {
+        this(runDir, repoRoot, null, LEDGERS_ROOT, i -> Map.of());
+    }
+
+    private Cluster(Path runDir, Path repoRoot, Cluster parent, String ledgersRoot,
+            IntFunction<Map<String, String>> extraKeys) {
         this.runDir = runDir;
         this.repoRoot = repoRoot;
+        this.parent = parent;
+        this.ledgersRoot = ledgersRoot;
+        this.extraKeys = extraKeys;
+    }
+
+    /**
+     * A side cluster of this (shared) cluster's ZooKeeper: metadata under /name, run dir
+     * runDir/name, bookie i started with extraKeys(i) on top of the generated keys. Start its
+     * bookies with startBookies; close() kills them and leaves the shared cluster as it is.
+     */
+    Cluster side(String name, IntFunction<Map<String, String>> keys) throws IOException {
+        if (parent != null) {
+            throw new IllegalStateException("a side cluster of a side cluster");
+        }
+        Path dir = runDir.resolve(name);
+        Files.createDirectories(dir);
+        return new Cluster(dir, repoRoot, this, "/" + name, keys);
+    }
+
+    /**
+     * The side cluster `name` with impl's bookies, kept running across scenarios and modes of
+     * this implementation's pass (a Java TLS cluster took 35-45 s to start here under load):
+     * made and started on first use, bookies that are down restarted on later uses; closed by
+     * this cluster's stopBookies(), i.e. when the pass ends. keys must be the same on every call.
+     */
+    synchronized Cluster cachedSide(String name, IntFunction<Map<String, String>> keys, Impl impl, int n)
+            throws Exception {
+        Cluster c = sides.get(name);
+        if (c != null && c.impl == impl && c.bookies.size() == n) {
+            c.healBookies();
+            return c;
+        }
+        if (c != null) {
+            c.close();
+            sides.remove(name);
+        }
+        c = side(name, keys);
+        sides.put(name, c);
+        c.startBookies(impl, n);
+        return c;
+    }
+
+    String ledgersRoot() {
+        return ledgersRoot;
+    }
+
+    Map<String, String> extraKeys(int index) {
+        return extraKeys.apply(index);
     }
 
     static void killAllProcesses() {
@@ -102,15 +170,15 @@ public final class Cluster implements AutoCloseable {
     }
 
     String zkConnect() {
-        return "127.0.0.1:" + zkPort;
+        return parent != null ? parent.zkConnect() : "127.0.0.1:" + zkPort;
     }
 
     String metadataServiceUri() {
-        return "zk+hierarchical://127.0.0.1:" + zkPort + LEDGERS_ROOT;
+        return "zk+hierarchical://" + zkConnect() + ledgersRoot;
     }
 
     ZooKeeper zk() {
-        return zk;
+        return parent != null ? parent.zk() : zk;
     }
 
     /** Path of the log4j2 config given to Java child processes (bookies, shell). */
@@ -151,8 +219,8 @@ public final class Cluster implements AutoCloseable {
     void startBookies(Impl impl, int n) throws Exception {
         this.impl = impl;
         stopBookies();
-        if (zk.exists(LEDGERS_ROOT, false) != null) {
-            ZKUtil.deleteRecursive(zk, LEDGERS_ROOT);
+        if (zk().exists(ledgersRoot, false) != null) {
+            ZKUtil.deleteRecursive(zk(), ledgersRoot);
         }
         ServerConfiguration conf = new ServerConfiguration();
         conf.setMetadataServiceUri(metadataServiceUri());
@@ -192,16 +260,16 @@ public final class Cluster implements AutoCloseable {
      * code and that document shows up here rather than as a puzzling bookie start-up failure.
      */
     private void checkNewClusterLayout() throws Exception {
-        String layout = new String(zk.getData(LEDGERS_ROOT + "/LAYOUT", false, null), StandardCharsets.UTF_8);
+        String layout = new String(zk().getData(ledgersRoot + "/LAYOUT", false, null), StandardCharsets.UTF_8);
         String want = "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
         if (!layout.equals(want)) {
             throw new IllegalStateException("initNewCluster wrote LAYOUT " + layout.replace("\n", "\\n")
                     + ", docs/registration.md says " + want.replace("\n", "\\n"));
         }
-        String instanceId = new String(zk.getData(LEDGERS_ROOT + "/INSTANCEID", false, null), StandardCharsets.UTF_8);
+        String instanceId = new String(zk().getData(ledgersRoot + "/INSTANCEID", false, null), StandardCharsets.UTF_8);
         java.util.UUID.fromString(instanceId); // throws if not a bare UUID string
-        for (String p : new String[] {LEDGERS_ROOT + "/available", LEDGERS_ROOT + "/available/readonly"}) {
-            if (zk.exists(p, false) == null) {
+        for (String p : new String[] {ledgersRoot + "/available", ledgersRoot + "/available/readonly"}) {
+            if (zk().exists(p, false) == null) {
                 throw new IllegalStateException("initNewCluster did not create " + p);
             }
         }
@@ -237,6 +305,12 @@ public final class Cluster implements AutoCloseable {
     }
 
     void stopBookies() throws InterruptedException {
+        synchronized (this) {
+            for (Cluster c : sides.values()) {
+                c.stopBookies();
+            }
+            sides.clear();
+        }
         for (BookieProcess b : bookies) {
             b.kill();
         }
@@ -292,6 +366,9 @@ public final class Cluster implements AutoCloseable {
             stopBookies();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        if (parent != null) {
+            return; // a side cluster owns only its bookies
         }
         killAllProcesses();
         try {

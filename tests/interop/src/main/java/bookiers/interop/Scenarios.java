@@ -89,7 +89,11 @@ final class Scenarios {
                 new Def(14, "s14_admin_http", "admin HTTP API: every endpoint and method, status + JSON keys vs Java",
                         AdminHttp::run, 240),
                 new Def(15, "s15_recovery_http", "autorecovery/bookie on bookie-rs recovers a stopped bookie; Java reads back",
-                        RecoveryHttp::run, 180));
+                        RecoveryHttp::run, 180),
+                new Def(16, "s16_tls", "own TLS cluster (PEM + PKCS12 keys, mTLS): adds/reads 1 B..1 MiB, \"tls\" in service info, plaintext still served",
+                        Tls::s16, 180),
+                new Def(17, "s17_tls_authz", "own TLS cluster with BookieAuthZFactory: authorized role served; 6 refused cases get Java's codes",
+                        Tls::s17, 240));
     }
 
     // ---------------------------------------------------------------- s01
@@ -913,7 +917,7 @@ final class Scenarios {
         }
     }
 
-    private static String hex(byte[] b) {
+    static String hex(byte[] b) {
         StringBuilder sb = new StringBuilder();
         for (byte x : b) {
             sb.append(String.format("%02x", x));
