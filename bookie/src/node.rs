@@ -139,7 +139,7 @@ pub async fn run_with_tls(cfg: BookieConfig, tls: TlsContexts) -> Result<i32, No
         metrics.clone(),
     );
     admin_state.set_bookie_address(addr.clone());
-    let listeners = match admin::start_from_config(&cfg, admin_state.clone()).await {
+    let listeners = match admin::start_with_tls(&cfg, admin_state.clone(), tls.admin.clone()).await {
         Ok(l) => Some(l),
         Err(e) => {
             tracing::warn!(error = %e, "admin HTTP API / metrics endpoint not started");
@@ -259,9 +259,8 @@ async fn serve(
         metrics,
         admin_state,
         listeners,
-        // Held to the end: `_tls.bookie` is for the bookie server, `_tls.admin` for the
-        // admin listener (issue 13 joins them).
-        tls: _tls,
+        // The admin listener took `tls.admin` at step 0; the bookie server takes `tls.bookie`.
+        tls,
     } = surface;
     let bookie = Bookie::new(
         storage.store.clone(),
@@ -310,6 +309,12 @@ async fn serve(
         .enable_statistics
         .then(|| Arc::new(MetricsObserver(metrics.clone())) as Arc<dyn RequestObserver>);
     let mut server_cfg = server_config(&cfg);
+    server_cfg.tls = tls.bookie.clone();
+    if let Some(authz) = &cfg.bookie_authz {
+        let authorizer = crate::tls::authz::BookieAuthZ::new(authz.authorized_roles.clone())
+            .map_err(NodeError::Fatal)?;
+        server_cfg.authorizer = Some(Arc::new(authorizer));
+    }
     if let Some(ip) = listen_ip {
         server_cfg.bind.set_ip(ip);
     }

@@ -201,8 +201,14 @@ impl Registration {
         let http = cfg
             .http_server_enabled
             .then_some((cfg.http_server_host.as_str(), cfg.http_server_port));
-        // "tls" extension: not advertised until the lead wires the TLS config (issue 13).
-        let info = BookieServiceInfo::for_bookie(&addr.host, addr.port, http, false);
+        // The "tls" extension: whenever tlsProviderFactoryClass is set, even empty, as Java
+        // (docs/tls.md §1).
+        let info = BookieServiceInfo::for_bookie(
+            &addr.host,
+            addr.port,
+            http,
+            cfg.tls_provider_factory_class_present,
+        );
         let (fatal_tx, _) = tokio::sync::watch::channel(None);
         let reg = Registration {
             inner: Arc::new(Inner {

@@ -61,7 +61,7 @@ use crate::handlers::Bookie;
 use crate::metrics::Metrics;
 use crate::registration::{BookieAddress, Registration};
 
-pub use listener::{start_from_config, AdminListeners};
+pub use listener::{start_from_config, start_with_tls, AdminListeners};
 
 /// Where the process is in its life (node.rs steps).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
