@@ -210,7 +210,7 @@ fn a_key_set_without_effect_is_named_once_at_start_up_with_its_reason() {
             "--set",
             "numAddWorkerThreads=4",
             "--set",
-            "httpServerKeyStorePath=/etc/keystore.jks",
+            "httpServerTrustStorePassword=secret",
         ],
     );
     b.wait_ready();
@@ -221,7 +221,7 @@ fn a_key_set_without_effect_is_named_once_at_start_up_with_its_reason() {
     assert_eq!(log.matches(line).count(), 1, "{log}");
     assert_eq!(
         log.matches(
-            "config: httpServerKeyStorePath has no effect in bookie-rs: used only for HTTPS"
+            "config: httpServerTrustStorePassword has no effect in bookie-rs: never read, as in Java"
         )
         .count(),
         1,
