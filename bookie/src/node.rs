@@ -139,7 +139,8 @@ pub async fn run_with_tls(cfg: BookieConfig, tls: TlsContexts) -> Result<i32, No
         metrics.clone(),
     );
     admin_state.set_bookie_address(addr.clone());
-    let listeners = match admin::start_with_tls(&cfg, admin_state.clone(), tls.admin.clone()).await {
+    let listeners = match admin::start_with_tls(&cfg, admin_state.clone(), tls.admin.clone()).await
+    {
         Ok(l) => Some(l),
         Err(e) => {
             tracing::warn!(error = %e, "admin HTTP API / metrics endpoint not started");
