@@ -11,6 +11,8 @@
 //! - `sim`: a seeded, deterministic simulated disk for tests, with volatile and durable
 //!   images and injectable faults (fault model documented in `sim/mod.rs`).
 //!
+//! `chaos::ChaosDisk` wraps a real backend in a running bookie that enabled chaos and
+//! injects the faults the admin API or a fault plan asks for (docs/chaos.md).
 //! `checked::Checked` wraps any backend in tests and asserts correct use: aligned
 //! offsets and lengths, no overlapping in-flight writes, nothing after close.
 //! `backend::open_disk` builds a production instance from a `DiskConfig`
@@ -58,6 +60,7 @@ mod fsutil;
 mod open_files;
 
 pub mod backend;
+pub mod chaos;
 pub mod checked;
 pub mod procfs;
 pub mod sim;

@@ -735,3 +735,34 @@ fn fault_sync_dir_eio_keeps_entries_not_durable() {
         "the create was forgotten"
     );
 }
+
+#[test]
+fn crash_after_calls_cuts_the_power_at_that_call() {
+    let (fs, mut d, f) = setup(5);
+    write_sync(&mut d, f, 0, filled(1, 1)).unwrap();
+    fs.set_faults(Faults {
+        crash_after_calls: Some(3),
+        ..Faults::default()
+    });
+    // Calls 1 and 2 (submit, reap of an unsynced write) run; call 3 (the sync's submit)
+    // is the one the power cut hits.
+    write(&mut d, f, 0, filled(1, 2)).unwrap();
+    let e = d.submit(9, Op::Fdatasync { file: f }).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+    assert!(fs.faults().crash_after_calls.is_none(), "fires once");
+    assert!(
+        fs.fault_log()
+            .iter()
+            .any(|e| matches!(e, FaultEvent::Crash { .. })),
+        "{:?}",
+        fs.fault_log()
+    );
+    assert_eq!(
+        d.file_len(f).unwrap_err().raw_os_error(),
+        Some(libc::ESTALE)
+    );
+    // After the cut: the synced sector, or the unsynced write if the crash kept it.
+    let (mut d, f) = reopen(&fs, "/d/f");
+    let got = read(&mut d, f.unwrap(), 0, SECTOR).unwrap();
+    assert!(got.iter().all(|&x| x == 1) || got.iter().all(|&x| x == 2));
+}

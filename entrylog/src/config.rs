@@ -68,6 +68,20 @@ pub struct EntryLogConfig {
     /// caller knows the entry log held state (the bookie sets it when a journal has a
     /// checkpoint, which only follows a completed flush). Not a configuration key.
     pub require_state_file: bool,
+    /// Refuse to open when the newest `ledgers.state` has an epoch below this: the caller
+    /// recorded (in its journal checkpoint) that it relies on a state file at least this
+    /// new, so a lower one is an older copy that may have lost fences or deletions
+    /// (docs/durability.md, the fault matrix). 0: no requirement. Not a configuration key.
+    pub min_state_epoch: u64,
+    /// Count a checkpoint only when the caller confirms it
+    /// ([`crate::EntryLog::checkpoint_confirmed`]) instead of at every completed `flush()`.
+    /// The count decides when a deleted ledger's tombstone may go (two checkpoints after
+    /// the deletion, so that no journal record of it can be replayed); a caller whose
+    /// journal checkpoint can fail or be deferred after a successful flush (the bookie's
+    /// does on a full journal disk) must confirm, or the tombstone could go while the
+    /// journal still holds the ledger's records and a restart would bring it back. Not a
+    /// configuration key.
+    pub checkpoints_confirmed_by_caller: bool,
 }
 
 impl Default for EntryLogConfig {
@@ -94,6 +108,8 @@ impl Default for EntryLogConfig {
             segment_max_bytes: 1 << 30,
             read_only_on_any_dir_full: true,
             require_state_file: false,
+            min_state_epoch: 0,
+            checkpoints_confirmed_by_caller: false,
         }
     }
 }

@@ -408,7 +408,9 @@ impl Shared {
             let mut g = self.inner.lock();
             let g = &mut *g;
             g.state_epoch += 1;
-            let checkpoints = g.checkpoints + checkpoint as u64;
+            // Counted by the flush itself, unless the caller confirms its checkpoints.
+            let counted = checkpoint && !self.cfg.checkpoints_confirmed_by_caller;
+            let checkpoints = g.checkpoints + counted as u64;
             // A tombstone is dropped once no footer names the ledger and a checkpoint
             // has completed after the one following the deletion (so the journal no
             // longer holds records of it).
@@ -470,9 +472,12 @@ impl Shared {
         if !ok {
             return Err(last_err.unwrap_or(Error::InvalidInput("no directory".into())));
         }
-        if checkpoint {
+        {
             let mut g = self.inner.lock();
-            g.checkpoints = g.checkpoints.max(checkpoints);
+            g.durable_state_epoch = g.durable_state_epoch.max(epoch);
+            if checkpoint {
+                g.checkpoints = g.checkpoints.max(checkpoints);
+            }
         }
         Ok(())
     }

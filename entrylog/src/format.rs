@@ -415,7 +415,9 @@ pub fn decode_segment(file: &[u8]) -> Result<(Trailer, Vec<LedgerRun>), FormatEr
 //   16..24  body_len: u64 LE
 //   24..    body:
 //     epoch: u64 LE            (increases with every write; the highest valid copy wins)
-//     checkpoints: u64 LE      (count of completed `flush()` calls, i.e. checkpoints)
+//     checkpoints: u64 LE      (count of completed `flush()` calls, i.e. checkpoints; with
+//                              `checkpoints_confirmed_by_caller`, of the checkpoints the
+//                              caller confirmed: `EntryLog::checkpoint_confirmed`)
 //     next_segment_id: u64 LE
 //     ledger_count: u32 LE
 //     ledger_count × ledger record, ledger ids strictly increasing:

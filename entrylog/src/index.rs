@@ -13,7 +13,8 @@
 
 use crate::format::EntryLoc;
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap};
+use foldhash::HashMap;
+use std::collections::BTreeMap;
 
 /// A ledger's entries in one segment.
 #[derive(Clone, Debug)]

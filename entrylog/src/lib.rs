@@ -26,12 +26,13 @@
 //! listing), `gc` (ledger deletion, dead-segment removal), `compaction`, `disk_usage`
 //! (the read-only state machine), `report` (what GC and compaction return), `cancel`
 //! (stopping them at shutdown), `segment` and `format` (the on-disk formats), `room`
-//! (bounded segments, room per directory), `index`, `write_cache`, `read_cache`, `metrics`.
+//! (bounded segments, room per directory), `scrub` (checking one segment, pacing)
+//! and `scrub_pass` (the pass over every segment), `corruption_report`, `index`, `write_cache`, `read_cache`, `metrics`.
 
 pub mod cancel;
 mod compaction;
 pub mod config;
-mod corruption_report;
+pub mod corruption_report;
 pub mod disk_usage;
 pub mod error;
 mod flush;
@@ -46,27 +47,32 @@ mod read;
 mod read_cache;
 mod report;
 mod room;
+pub mod scrub;
+mod scrub_pass;
 mod segment;
 mod write_cache;
 
 pub use bytes::Bytes;
 pub use cancel::Cancel;
 pub use config::EntryLogConfig;
+pub use corruption_report::{Corruption, FoundBy};
 pub use disk_usage::{DirState, StorageMode};
 pub use error::{Error, Result};
 pub use gc::GcScanToken;
 pub use metrics::{DirUsage, EntryLogMetrics, LatencyHistogram};
 pub use report::{CompactionReport, GcReport};
+pub use scrub::{ScrubRate, SCRUB_CHUNK_BYTES};
+pub use scrub_pass::{ScrubProgress, ScrubReport};
 /// Segment file names (`seg-<16 hex>.seg`), for offline readers such as `bookie inspect`.
 pub use segment::{parse_segment_name, segment_name};
 
 use bk_disk::{Disk, FileId};
 use disk_usage::Thresholds;
+use foldhash::HashMap;
 use index::Index;
 use metrics::EntryLogMetrics as M;
 use parking_lot::{Condvar, Mutex};
 use read_cache::ReadCache;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -104,6 +110,9 @@ struct Inner {
     /// Ledger-creation generation (see `begin_gc_scan`).
     generation: u64,
     state_epoch: u64,
+    /// The epoch of the newest ledger-state file written durably (or loaded at open):
+    /// what [`EntryLog::durable_state_epoch`] reports for the caller's checkpoint.
+    durable_state_epoch: u64,
     checkpoints: u64,
     dir_states: Vec<DirState>,
     dir_free: Vec<u64>,
@@ -119,6 +128,24 @@ struct Inner {
     /// Segment files no longer listed whose removal failed (or was cancelled): retried
     /// by the next GC or compaction round (gc.rs).
     undeleted: Vec<gc::DeadFile>,
+}
+
+/// The wall clock of a scrub pass, woken by its cancel.
+struct WallClock {
+    started: Instant,
+    cancel: Cancel,
+}
+
+impl scrub::Clock for WallClock {
+    fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+    fn sleep(&mut self, d: Duration) -> bool {
+        !self.cancel.sleep(d)
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
 }
 
 /// Who is told of storage-mode changes, and what it was told last.
@@ -256,6 +283,24 @@ impl EntryLog {
         Ok(out)
     }
 
+    /// The epoch of the newest ledger-state file written durably (loaded at open, then
+    /// raised by every flush, GC and compaction that wrote one). A caller that records it
+    /// after a flush (the bookie, in its journal checkpoint) and passes it back as
+    /// `EntryLogConfig::min_state_epoch` has an older copy of the file refused.
+    pub fn durable_state_epoch(&self) -> u64 {
+        self.shared.inner.lock().durable_state_epoch
+    }
+
+    /// The caller's checkpoint after a successful [`EntryLog::flush`] is durable (its
+    /// journal mark persisted). Counts it when the log was opened with
+    /// `EntryLogConfig::checkpoints_confirmed_by_caller` (persisted with the next state
+    /// write); otherwise a no-op, each flush counting itself.
+    pub fn checkpoint_confirmed(&self) {
+        if self.shared.cfg.checkpoints_confirmed_by_caller {
+            self.shared.inner.lock().checkpoints += 1;
+        }
+    }
+
     /// Flushes: every entry added before the call is written to a durable, indexed
     /// segment, then the ledger state is made durable. Returns when all of it is
     /// durable; the bookie may then persist its journal checkpoint mark and trim.
@@ -301,6 +346,43 @@ impl EntryLog {
             max_time,
             cancel,
         )
+    }
+
+    /// One scrub pass (entrylog/src/scrub_pass.rs): checks every finished segment (trailer,
+    /// footer, every entry's CRC32C) at `rate`, reporting what it finds as reads do
+    /// ([`EntryLog::corruptions`]). Stops early (report `cancelled`) when `cancel` is
+    /// cancelled or the log closes; `progress` shows how far it is while it runs.
+    pub fn scrub(
+        &self,
+        rate: ScrubRate,
+        cancel: &Cancel,
+        progress: &ScrubProgress,
+    ) -> Result<ScrubReport> {
+        let mut pace = scrub::RatedPace {
+            rate,
+            clock: WallClock {
+                started: Instant::now(),
+                cancel: cancel.clone(),
+            },
+        };
+        self.shared.scrub(&mut pace, SCRUB_CHUNK_BYTES, progress)
+    }
+
+    /// [`EntryLog::scrub`] paced by `pace`, reading `chunk` bytes at a time (tests: a
+    /// simulated clock).
+    pub fn scrub_paced(
+        &self,
+        pace: &mut dyn scrub::Pace,
+        chunk: usize,
+        progress: &ScrubProgress,
+    ) -> Result<ScrubReport> {
+        self.shared.scrub(pace, chunk, progress)
+    }
+
+    /// Every corruption detected since the log opened, by reads and scrubs, each stored
+    /// copy once, oldest first; and how many more there were than the list holds.
+    pub fn corruptions(&self) -> (Vec<Corruption>, u64) {
+        self.shared.corrupt_reported.lock().listed()
     }
 
     /// Re-reads the space of every directory and updates the disk-usage state machine.

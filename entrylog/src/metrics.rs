@@ -147,6 +147,23 @@ pub struct EntryLogMetrics {
     /// Not stock (`bookie_rs_entrylog_corrupt_entries`): corrupt entries detected by
     /// reads, each stored copy counted once (`corruption_report`).
     pub corrupt_entries: AtomicU64,
+    /// Not stock (`bookie_rs_entrylog_corrupt_segment_indexes`): segments whose trailer or
+    /// footer was found corrupt after start-up (by the scrubber), each counted once.
+    pub corrupt_segment_indexes: AtomicU64,
+    /// Scrub passes completed (`bookie_rs_scrub_passes`).
+    pub scrub_passes: AtomicU64,
+    /// Bytes and entries read and checked by scrubs (`bookie_rs_scrub_bytes`, `_entries`).
+    pub scrub_bytes: AtomicU64,
+    pub scrub_entries: AtomicU64,
+    /// Corruptions found by scrubs, every pass counting what it finds (stock
+    /// `scrubber_detectedScrubErrors`).
+    pub scrub_findings: AtomicU64,
+    /// Segments a scrub could not read (I/O errors; stock
+    /// `scrubber_detectedFatalScrubErrors`, which Java counts once per failed pass).
+    pub scrub_read_errors: AtomicU64,
+    /// When the last scrub pass completed, ms since the Unix epoch; 0 before the first
+    /// (`bookie_rs_scrub_last_completed_timestamp_seconds`).
+    pub scrub_last_completed_unix_ms: AtomicU64,
 }
 
 impl EntryLogMetrics {

@@ -47,6 +47,23 @@ pub(crate) fn check_state_present(
     })
 }
 
+/// Refuses a ledger-state file older than the caller relies on (`min`, from the journal
+/// checkpoint that followed the flush which wrote a state file of that epoch): an older
+/// copy put back would silently forget the fences, master keys and deletions since.
+pub(crate) fn check_state_epoch(path: &Path, epoch: u64, min: u64) -> Result<()> {
+    if epoch >= min {
+        return Ok(());
+    }
+    Err(Error::Corruption {
+        path: path.to_path_buf(),
+        detail: format!(
+            "epoch {epoch} is older than epoch {min}, which the journal checkpoint records as \
+             flushed: an older copy of the file (it would forget the fences, master keys and \
+             deletions since); restore the newest copy (refusing to start)"
+        ),
+    })
+}
+
 /// Where a segment file was found at start-up.
 pub(crate) struct FoundSegment<'a> {
     pub path: &'a Path,

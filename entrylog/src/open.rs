@@ -42,6 +42,7 @@ impl EntryLog {
         let mut index = Index::default();
         let mut max_id = 0u64;
         let mut state: Option<StateFile> = None;
+        let mut state_path: Option<PathBuf> = None;
         let mut state_errors = Vec::new();
         let mut seg_files: Vec<(u64, usize, PathBuf)> = Vec::new();
         for (di, dir) in dirs.iter().enumerate() {
@@ -79,6 +80,7 @@ impl EntryLog {
                         Ok(s) => {
                             if state.as_ref().is_none_or(|cur| s.epoch > cur.epoch) {
                                 state = Some(s);
+                                state_path = Some(path.clone());
                             }
                         }
                         Err(e) => state_errors.push(e),
@@ -103,10 +105,13 @@ impl EntryLog {
             seg_files.len(),
             cfg.require_state_file,
         )?;
+        if let (Some(s), Some(path)) = (&state, &state_path) {
+            must_exist::check_state_epoch(path, s.epoch, cfg.min_state_epoch)?;
+        }
         // A state file from before the segment list (format 1) names no segment.
         let unrecorded = state.as_ref().is_some_and(|s| s.segments.is_none());
         let state = state.unwrap_or_default();
-        let tombstones: HashMap<u64, u64> = state.tombstones.iter().copied().collect();
+        let tombstones: foldhash::HashMap<u64, u64> = state.tombstones.iter().copied().collect();
         for rec in &state.ledgers {
             index.ledgers.insert(
                 rec.ledger,
@@ -181,7 +186,7 @@ impl EntryLog {
         for _ in 0..cfg.readers {
             readers.push(Mutex::new(ReaderSlot {
                 disk: mk("reads")?,
-                files: HashMap::new(),
+                files: Default::default(),
             }));
         }
         let aux = mk("maintenance")?;
@@ -206,6 +211,7 @@ impl EntryLog {
                 next_segment_id,
                 generation: 1,
                 state_epoch: state.epoch,
+                durable_state_epoch: state.epoch,
                 checkpoints: state.checkpoints,
                 dir_states: vec![DirState::Ok; ndirs],
                 dir_free: vec![u64::MAX; ndirs],

@@ -12,6 +12,7 @@
 //! (`corruption_report`), its intact neighbours are cached and served; the read cache only answers for the current copy
 //! of an entry; the index lock is never held during disk I/O.
 
+use crate::corruption_report::FoundBy;
 use crate::format::{EntryLoc, FormatError};
 use crate::metrics::EntryLogMetrics as M;
 use crate::{lac_field, segment, EntrySelector, Error, ReaderSlot, Result, Shared};
@@ -165,7 +166,14 @@ impl Shared {
                                     M::add(&self.metrics.readahead_bytes, b.len() as u64);
                                     rc.insert(ledger, l.entry, seg, l.offset, b);
                                 }
-                                Err(e) => self.report_corrupt_entry(&path, seg, ledger, l, &e),
+                                Err(e) => self.report_corrupt_entry(
+                                    &path,
+                                    seg,
+                                    ledger,
+                                    l,
+                                    &e,
+                                    FoundBy::Read,
+                                ),
                             }
                         }
                         M::set(&self.metrics.read_cache_size, rc.bytes() as u64);
@@ -179,7 +187,7 @@ impl Shared {
                     return match first {
                         Some((Ok(b), _)) => Ok(b),
                         Some((Err(e), l)) => {
-                            self.report_corrupt_entry(&path, seg, ledger, l, &e);
+                            self.report_corrupt_entry(&path, seg, ledger, l, &e, FoundBy::Read);
                             Err(Error::Corruption {
                                 path,
                                 detail: e.to_string(),

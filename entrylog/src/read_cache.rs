@@ -11,7 +11,8 @@
 //! > 1) wait for the batch covering their entry instead of each reading a batch.
 
 use bytes::Bytes;
-use std::collections::{HashMap, HashSet, VecDeque};
+use foldhash::HashMap;
+use std::collections::{HashSet, VecDeque};
 
 const MAX_TRACKED: usize = 16 * 1024;
 

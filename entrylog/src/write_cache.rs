@@ -7,7 +7,8 @@
 //! held; a duplicate add replaces the earlier copy (the later copy wins).
 
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap};
+use foldhash::HashMap;
+use std::collections::BTreeMap;
 
 /// One half of the write cache.
 #[derive(Default, Debug)]

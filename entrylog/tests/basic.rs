@@ -441,3 +441,43 @@ fn compaction_merges_small_segments() {
     let log = open(&fs);
     check(&log);
 }
+
+/// A deleted ledger's tombstone goes two checkpoints after the deletion: by default each
+/// completed flush counts as one; with `checkpoints_confirmed_by_caller` (the bookie, whose
+/// journal checkpoint after a flush can be deferred) only the caller's confirmations
+/// count, so flushes alone keep it (an add to the ledger is still refused as deleted).
+#[test]
+fn tombstones_expire_after_two_checkpoints_counted_or_confirmed() {
+    for confirmed in [false, true] {
+        let fs = SimFs::new(71);
+        let cfg = bk_entrylog::EntryLogConfig {
+            checkpoints_confirmed_by_caller: confirmed,
+            ..small_config()
+        };
+        let log = EntryLog::open(dirs(), cfg, sim_factory(&fs)).expect("open");
+        log.add_entry(2, 0, entry(2, 0, -1, 100, 0)).unwrap();
+        assert!(log.delete_ledger(2).unwrap());
+        let refused = |log: &EntryLog| {
+            matches!(
+                log.add_entry(2, 1, entry(2, 1, 0, 100, 1)),
+                Err(Error::LedgerDeleted(2))
+            )
+        };
+        for _ in 0..3 {
+            log.flush().unwrap();
+        }
+        assert_eq!(
+            refused(&log),
+            confirmed,
+            "after 3 flushes (confirmed: {confirmed})"
+        );
+        if confirmed {
+            log.checkpoint_confirmed();
+            log.flush().unwrap();
+            assert!(refused(&log), "one confirmation is not enough");
+            log.checkpoint_confirmed();
+            log.flush().unwrap();
+            assert!(!refused(&log), "gone after two confirmations");
+        }
+    }
+}

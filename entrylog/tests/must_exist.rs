@@ -448,3 +448,40 @@ fn an_upgrade_on_a_full_disk_still_starts_and_lists_the_segments_later() {
     add_flushed(&log, 2, 0..5);
     assert_eq!(listed(&fs).len(), 2, "the next state write has no list");
 }
+
+/// An older copy of `ledgers.state` put back (from before a fence) is refused, naming
+/// the file, once the caller passes the epoch it recorded after the last flush
+/// (`EntryLogConfig::min_state_epoch`, the bookie's journal checkpoint); the same copy
+/// with no requirement, or the newest file with it, opens.
+#[test]
+fn a_state_file_older_than_the_recorded_epoch_is_refused() {
+    let fs = SimFs::new(41);
+    let log = EntryLog::open(dirs(), small_config(), sim_factory(&fs)).unwrap();
+    add_flushed(&log, 1, 0..5);
+    let older = fs.durable_contents(&state_path()).unwrap();
+    assert!(log.set_fenced(1).unwrap());
+    log.flush().unwrap();
+    let recorded = log.durable_state_epoch();
+    assert!(recorded > StateFile::decode(&older).unwrap().epoch);
+    log.close().unwrap();
+    let with_min = |min| {
+        let cfg = bk_entrylog::EntryLogConfig {
+            min_state_epoch: min,
+            ..small_config()
+        };
+        EntryLog::open(dirs(), cfg, sim_factory(&fs))
+    };
+    // The newest file meets the requirement.
+    with_min(recorded).unwrap().close().unwrap();
+    // The older copy put back.
+    let mut d = fs.disk();
+    bk_disk::replace_file(&mut d, &state_path(), &older, false).unwrap();
+    drop(d);
+    assert_eq!(refused_path(with_min(recorded)), state_path());
+    // Without the requirement it opens, and the fence is gone: what the check prevents.
+    let log = with_min(0).unwrap();
+    assert!(
+        log.set_fenced(1).unwrap(),
+        "the older copy forgot the fence"
+    );
+}

@@ -387,43 +387,65 @@ pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TMP_FILE: &str = "checkpoint.tmp";
 /// Magic at the start of the checkpoint file.
 pub const CHECKPOINT_MAGIC: [u8; 8] = *b"BKJCHKPT";
-/// Bytes of the checkpoint record (the file is one zero-padded sector).
-pub const CHECKPOINT_LEN: usize = 36;
+/// Bytes of the checkpoint record this code writes (version 2; the file is one
+/// zero-padded sector).
+pub const CHECKPOINT_LEN: usize = 52;
+/// Bytes of a version 1 checkpoint record (before `durable` existed).
+const CHECKPOINT_V1_LEN: usize = 36;
+/// The checkpoint version this code writes; it reads 1 and 2.
+pub const CHECKPOINT_VERSION: u16 = 2;
 
-/// The durable checkpoint mark of one journal directory.
+/// The durable checkpoint mark of one journal directory, and the last seq known durable
+/// in the journal when it was written.
 ///
-/// File `checkpoint`, one sector (4096 bytes), zero-padded:
+/// File `checkpoint`, one sector (4096 bytes), zero-padded. Version 2 (written since
+/// issue 11):
 /// ```text
 ///  0..8   magic       "BKJCHKPT"
-///  8..10  version     u16 (1)
+///  8..10  version     u16 (2)
 /// 10..12  reserved    u16 (0)
 /// 12..16  reserved    u32 (0)
 /// 16..24  journal_id  u64  the journal's random id (also in every group header)
 /// 24..32  mark        u64  every record with seq <= mark is durable in the entry log
-/// 32..36  crc         u32  crc32c(bytes 0..32)
+/// 32..40  durable     u64  every record with seq <= durable was in a group whose
+///                          write+fdatasync had succeeded (so it may have been
+///                          acknowledged) when this file was written
+/// 40..48  storage_epoch u64 opaque to the journal: the caller's storage generation that
+///                          the mark relies on (the bookie: the epoch of the entry log's
+///                          `ledgers.state` written by the flush before this checkpoint;
+///                          0 = none); never lowered
+/// 48..52  crc         u32  crc32c(bytes 0..48)
 /// ```
+/// Version 1 has neither `durable` nor `storage_epoch` and its crc at 32..36 covers bytes
+/// 0..32; it reads as `durable == mark` (nothing known beyond the mark), `storage_epoch` 0. Replay refuses a log that ends
+/// below `durable` while `durable > mark` (docs/durability.md, recovery step 4): that is
+/// an acknowledged group damaged or lost, not a torn tail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointRecord {
     pub journal_id: u64,
     pub mark: u64,
+    pub durable: u64,
+    pub storage_epoch: u64,
 }
 
 impl CheckpointRecord {
     pub fn encode(&self) -> [u8; CHECKPOINT_LEN] {
         let mut b = [0u8; CHECKPOINT_LEN];
         b[0..8].copy_from_slice(&CHECKPOINT_MAGIC);
-        b[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..10].copy_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
         b[16..24].copy_from_slice(&self.journal_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.mark.to_le_bytes());
-        let crc = crc32c::crc32c(&b[0..32]);
-        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        b[32..40].copy_from_slice(&self.durable.to_le_bytes());
+        b[40..48].copy_from_slice(&self.storage_epoch.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..48]);
+        b[48..52].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
     pub fn decode(b: &[u8]) -> Result<CheckpointRecord, FormatError> {
-        if b.len() < CHECKPOINT_LEN {
+        if b.len() < CHECKPOINT_V1_LEN {
             return Err(FormatError::Truncated {
-                need: CHECKPOINT_LEN,
+                need: CHECKPOINT_V1_LEN,
                 have: b.len(),
             });
         }
@@ -433,17 +455,28 @@ impl CheckpointRecord {
             return Err(FormatError::BadMagic { found });
         }
         let version = u16_at(b, 8);
-        if version != FORMAT_VERSION {
-            return Err(FormatError::BadVersion { found: version });
-        }
-        let stored = u32_at(b, 32);
-        let computed = crc32c::crc32c(&b[0..32]);
+        let crc_at = match version {
+            1 => 32,
+            2 if b.len() >= CHECKPOINT_LEN => 48,
+            2 => {
+                return Err(FormatError::Truncated {
+                    need: CHECKPOINT_LEN,
+                    have: b.len(),
+                })
+            }
+            _ => return Err(FormatError::BadVersion { found: version }),
+        };
+        let stored = u32_at(b, crc_at);
+        let computed = crc32c::crc32c(&b[0..crc_at]);
         if stored != computed {
             return Err(FormatError::ChecksumMismatch { stored, computed });
         }
+        let mark = u64_at(b, 24);
         Ok(CheckpointRecord {
             journal_id: u64_at(b, 16),
-            mark: u64_at(b, 24),
+            mark,
+            durable: if version == 1 { mark } else { u64_at(b, 32) },
+            storage_epoch: if version == 1 { 0 } else { u64_at(b, 40) },
         })
     }
 }
@@ -647,11 +680,45 @@ mod tests {
         let c = CheckpointRecord {
             journal_id: 9,
             mark: 77,
+            durable: 90,
+            storage_epoch: 12,
         };
         assert_eq!(CheckpointRecord::decode(&c.encode()).unwrap(), c);
-        let mut b = c.encode();
-        b[30] ^= 1;
-        assert!(CheckpointRecord::decode(&b).is_err());
+        for i in 0..CHECKPOINT_LEN {
+            let mut b = c.encode();
+            b[i] ^= 1;
+            assert!(
+                CheckpointRecord::decode(&b).is_err(),
+                "flip at {i} undetected"
+            );
+        }
+        assert!(CheckpointRecord::decode(&c.encode()[..48]).is_err());
+    }
+
+    #[test]
+    fn checkpoint_version_1_reads_as_nothing_known_beyond_the_mark() {
+        // A version 1 file as written before `durable` existed.
+        let mut b = [0u8; 36];
+        b[0..8].copy_from_slice(&CHECKPOINT_MAGIC);
+        b[8..10].copy_from_slice(&1u16.to_le_bytes());
+        b[16..24].copy_from_slice(&9u64.to_le_bytes());
+        b[24..32].copy_from_slice(&77u64.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..32]);
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        let c = CheckpointRecord::decode(&b).unwrap();
+        assert_eq!(
+            (c.journal_id, c.mark, c.durable, c.storage_epoch),
+            (9, 77, 77, 0)
+        );
+        let mut bad = b;
+        bad[20] ^= 4;
+        assert!(CheckpointRecord::decode(&bad).is_err());
+        let mut v3 = c.encode();
+        v3[8..10].copy_from_slice(&3u16.to_le_bytes());
+        assert!(matches!(
+            CheckpointRecord::decode(&v3),
+            Err(FormatError::BadVersion { found: 3 })
+        ));
     }
 
     #[test]

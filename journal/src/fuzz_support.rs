@@ -77,6 +77,9 @@ impl Input<'_> {
 pub fn replay_target(data: &[u8]) {
     let mut inp = Input(data);
     let mark = u64::from(inp.byte().unwrap_or(0) % 8);
+    // The checkpoint's `durable` from the input too, so replay's refusal of a log ending
+    // below it is reached (0..=7 above the mark, 0: nothing known beyond it).
+    let durable = mark + u64::from(inp.byte().unwrap_or(0) % 8);
     let nseg = 1 + (inp.byte().unwrap_or(0) % 3) as u64;
     let fs = SimFs::new(1);
     let dir = PathBuf::from("/fz");
@@ -155,6 +158,8 @@ pub fn replay_target(data: &[u8]) {
     let ck = CheckpointRecord {
         journal_id: JOURNAL_ID,
         mark,
+        durable,
+        storage_epoch: 0,
     };
     let mut sector = vec![0u8; SECTOR];
     sector[..ck.encode().len()].copy_from_slice(&ck.encode());

@@ -50,10 +50,15 @@ use tokio::sync::oneshot;
 pub type DiskFactory = Arc<dyn Fn(usize) -> std::io::Result<Box<dyn Disk>> + Send + Sync>;
 
 /// A checkpoint mark: for each journal directory (by index), the seq up to which
-/// the caller has put every record into the entry log.
+/// the caller has put every record into the entry log; and, for
+/// [`Journal::checkpoint`], the caller's storage generation that the mark relies on,
+/// recorded in each checkpoint file (`format::CheckpointRecord::storage_epoch`; 0 =
+/// none; a lower value than one recorded before is ignored). [`Journal::mark`] returns
+/// 0 there: the caller sets it after its flush.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JournalMark {
     pub seqs: Vec<Seq>,
+    pub storage_epoch: u64,
 }
 
 /// Bytes charged to the admission budget per append besides its encoded size.
@@ -432,6 +437,7 @@ impl Journal {
                 space.clone(),
                 config.no_space_retry,
             );
+            committer.keep_storage_epoch(o.storage_epoch);
             if let Some(reason) = no_space {
                 committer.start_waiting_for_space(reason);
             }
@@ -620,7 +626,10 @@ impl Journal {
         for rx in rxs {
             seqs.push(rx.await.map_err(|_| JournalError::ShutDown)?);
         }
-        Ok(JournalMark { seqs })
+        Ok(JournalMark {
+            seqs,
+            storage_epoch: 0,
+        })
     }
 
     /// Blocking [`Journal::mark`].
@@ -630,7 +639,10 @@ impl Journal {
             let rx = self.control(i, |reply| Msg::Mark { reply })?;
             seqs.push(rx.blocking_recv().map_err(|_| JournalError::ShutDown)?);
         }
-        Ok(JournalMark { seqs })
+        Ok(JournalMark {
+            seqs,
+            storage_epoch: 0,
+        })
     }
 
     fn send_checkpoints(
@@ -647,7 +659,12 @@ impl Journal {
         let mut rxs = Vec::with_capacity(self.dirs.len());
         for (i, seq) in mark.seqs.iter().enumerate() {
             let seq = *seq;
-            rxs.push(self.control(i, |reply| Msg::Checkpoint { mark: seq, reply })?);
+            let storage_epoch = mark.storage_epoch;
+            rxs.push(self.control(i, |reply| Msg::Checkpoint {
+                mark: seq,
+                storage_epoch,
+                reply,
+            })?);
         }
         Ok(rxs)
     }

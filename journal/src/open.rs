@@ -31,6 +31,8 @@ pub(crate) struct Opened {
     pub start: Start,
     pub journal_id: u64,
     pub mark: Seq,
+    /// The checkpoint's `storage_epoch` (kept by every later checkpoint, never lowered).
+    pub storage_epoch: u64,
     /// The newest-segment record, as rewritten at open.
     pub newest: Newest,
     /// Set when no segment could be prepared for lack of space: the committer starts
@@ -99,6 +101,8 @@ pub(crate) fn open_dir(
         let c = format::CheckpointRecord {
             journal_id,
             mark: 0,
+            durable: 0,
+            storage_epoch: 0,
         };
         replay::write_checkpoint(d, dir, c, config.direct_io)?;
         created = true;
@@ -141,7 +145,16 @@ pub(crate) fn open_dir(
             payload,
         })
     };
-    let walked = replay::walk(d, index, &mut segs, journal_id, mark, &mut visit_rec);
+    let durable = Seq(ckpt.durable);
+    let walked = replay::walk(
+        d,
+        index,
+        &mut segs,
+        journal_id,
+        mark,
+        durable,
+        &mut visit_rec,
+    );
     // Make what replay handed out durable before anything new is written after it
     // (see `resync_last_group`): the last group (when it matters, i.e. it holds
     // records above the mark) and the checkpoint file itself (its rename may not
@@ -161,6 +174,12 @@ pub(crate) fn open_dir(
     let w = walked?;
     resynced?;
     if !created {
+        // Every group the walk accepted is durable now (the last one resynced above), so
+        // the rewritten file may claim them all.
+        let ckpt = format::CheckpointRecord {
+            durable: ckpt.durable.max(w.last_seq.0),
+            ..ckpt
+        };
         match replay::write_checkpoint(d, dir, ckpt, config.direct_io) {
             Ok(()) => {}
             // A full file system: the file read above stays, and syncing the directory
@@ -299,6 +318,7 @@ pub(crate) fn open_dir(
         start,
         journal_id,
         mark,
+        storage_epoch: ckpt.storage_epoch,
         newest,
         no_space,
     })

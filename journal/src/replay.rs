@@ -357,13 +357,17 @@ pub(crate) struct Walk {
 }
 
 /// Walks `segs` (sorted by id, all open) as the module docs describe, calling
-/// `visit` for each valid record with seq > `mark`.
+/// `visit` for each valid record with seq > `mark`. `durable` is the checkpoint's
+/// record of the last seq known fsynced: a log that ends below it (while it is above
+/// the mark) lost an acknowledged group, and is corruption, not a torn tail.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn walk(
     disk: &mut dyn Disk,
     journal_index: usize,
     segs: &mut [SegFile],
     journal_id: u64,
     mark: Seq,
+    durable: Seq,
     visit: &mut dyn FnMut(Seq, RecordKind, Bytes) -> Result<(), String>,
 ) -> Result<Walk, JournalError> {
     let mut w = Walk {
@@ -467,6 +471,18 @@ pub(crate) fn walk(
         let found = scan_for_header(disk, segs, cur, pos, journal_id, last, &mut read)?;
         match found {
             None => {
+                if durable > mark && last < durable {
+                    return Err(JournalError::Corruption {
+                        path: segs[cur].path.clone(),
+                        offset: pos,
+                        reason: format!(
+                            "the log ends after seq {} ({bad}), but the checkpoint records seqs up to \
+                             {} as fsynced (acknowledged) and the mark is {}: an acknowledged group \
+                             was damaged or lost, not torn by a crash",
+                            last.0, durable.0, mark.0
+                        ),
+                    });
+                }
                 w.end = LogPosition {
                     segment: segs[cur].id,
                     offset: pos,

@@ -215,3 +215,92 @@ fn failed_checkpoint_sync_is_fatal() {
     assert_eq!(r.dirs[0].checkpoint_mark, Seq(0));
     assert_eq!(recs.len(), 10);
 }
+
+/// The last group of the log in `dir` (highest segment, last 4096-aligned group magic in
+/// its durable image): (segment path, offset).
+fn last_group(fs: &SimFs, dir: &std::path::Path) -> (std::path::PathBuf, u64) {
+    let mut segs: Vec<_> = fs
+        .durable_list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            matches!(
+                bk_journal::format::classify_name(&name),
+                bk_journal::format::DirEntryKind::Segment(_)
+            )
+        })
+        .collect();
+    segs.sort();
+    let seg = dir.join(segs.pop().expect("a segment"));
+    let image = fs.durable_contents(&seg).unwrap();
+    let off = (0..image.len())
+        .step_by(bk_disk::SECTOR)
+        .rfind(|&o| image[o..].starts_with(&bk_journal::format::GROUP_MAGIC))
+        .expect("a group");
+    (seg, off as u64)
+}
+
+/// Appends entries 0..10 of ledger 7, one group each (blocking appends), taking the
+/// journal's mark after the first `marked`; checkpoints that mark after all ten are
+/// acknowledged; stops cleanly; then flips one bit inside the last group (media damage
+/// after its fdatasync). Returns the reopen's result.
+fn damage_last_acknowledged_group(
+    marked: u64,
+) -> (std::path::PathBuf, Result<Vec<u64>, JournalError>) {
+    let fs = SimFs::new(11);
+    let cfg = small_config();
+    let d = dirs(1);
+    let (j, _, _) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
+    let mut mark = None;
+    for i in 0..10u64 {
+        j.append_blocking(7, Record::entry(7, i, payload(i, 300)))
+            .unwrap();
+        if i + 1 == marked {
+            mark = Some(j.mark_blocking().unwrap());
+        }
+    }
+    if let Some(m) = mark {
+        j.checkpoint_blocking(&m).unwrap();
+    }
+    j.shutdown();
+    let (seg, off) = last_group(&fs, &d[0]);
+    fs.flip_bit(&seg, off + 100, 3).unwrap();
+    let reopened = open_collect(&d, &cfg, sim_factory(&fs)).map(|(_j, _r, recs)| {
+        recs.iter()
+            .filter_map(|r| match r.typed().unwrap() {
+                TypedRecord::Entry { entry, .. } => Some(entry),
+                _ => None,
+            })
+            .collect()
+    });
+    (seg, reopened)
+}
+
+/// Issue 11: an acknowledged last group damaged on the medium after its fdatasync.
+/// With a checkpoint written after it was acknowledged (its `durable` covers it), the
+/// journal refuses to open naming the segment; before, it was discarded as a torn tail
+/// and its entries answered ENOENTRY.
+#[test]
+fn damaged_last_acknowledged_group_below_the_checkpoints_durable_refuses_to_open() {
+    let (seg, reopened) = damage_last_acknowledged_group(4);
+    match reopened {
+        Err(JournalError::Corruption { path, reason, .. }) => {
+            assert_eq!(path, seg);
+            assert!(reason.contains("fsynced"), "{reason}");
+        }
+        other => panic!(
+            "expected a corruption error naming {}, got {other:?}",
+            seg.display()
+        ),
+    }
+}
+
+/// The limit, stated: with no checkpoint after the last group was acknowledged (here none
+/// at all), nothing durable says it was, and the damaged group reads as a torn tail: the
+/// journal opens without entry 9 (docs/durability.md, "The last acknowledged group, damaged").
+#[test]
+fn damaged_last_group_without_a_later_checkpoint_still_reads_as_a_torn_tail() {
+    let (_seg, reopened) = damage_last_acknowledged_group(0);
+    assert_eq!(reopened.unwrap(), (0..9).collect::<Vec<u64>>());
+}

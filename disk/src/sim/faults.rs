@@ -36,6 +36,11 @@ pub struct Faults {
     pub fail_remove_nth: Option<u64>,
     /// Capacity of the file system in bytes (sum of file sizes rounded to sectors).
     pub capacity_bytes: Option<u64>,
+    /// Power loss at the Nth disk call (1-based, counted from `set_faults`; every call of
+    /// every handle: open, submit, reap, rename, sync_dir, ...): that call fails with
+    /// ESTALE after a [`SimFs::crash`](super::SimFs::crash), as do all later calls on
+    /// the handles from before it. Fires once, then resets to `None`.
+    pub crash_after_calls: Option<u64>,
 }
 
 /// One injected fault or simulated event, in the order they happened.

@@ -83,6 +83,11 @@
 //!   away from the asked offset (never below 0); the intended range keeps its old
 //!   data and the wrong range is overwritten. This *does* change the stored image
 //!   (it becomes durable with the next sync like any write).
+//! - `crash_after_calls`: power loss in the middle of whatever the system is doing:
+//!   the Nth disk call (any call of any handle, counted from `set_faults`) runs
+//!   [`SimFs::crash`] and fails with ESTALE, as does every later call on the old
+//!   handles. With one thread making the calls, which call that is follows from the
+//!   seed (the whole-bookie simulation crashes mid-flush, mid-compaction, mid-GC).
 //!
 //! True data versus injected faults: tests compare what the system under test
 //! returns against what it was told to store, and consult the fault log to know

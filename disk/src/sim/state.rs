@@ -28,6 +28,8 @@ pub(super) struct Counts {
     pub(super) syncs: u64,
     pub(super) dir_syncs: u64,
     pub(super) removes: u64,
+    /// Disk calls, for `Faults::crash_after_calls`.
+    pub(super) calls: u64,
 }
 
 pub(super) struct State {
@@ -126,9 +128,17 @@ pub(super) fn lock_gen(
     state: &Mutex<State>,
     generation: u64,
 ) -> io::Result<parking_lot::MutexGuard<'_, State>> {
-    let st = state.lock();
+    let mut st = state.lock();
     if st.generation != generation {
         return Err(errno(libc::ESTALE));
+    }
+    if let Some(n) = st.faults.crash_after_calls {
+        st.counts.calls += 1;
+        if st.counts.calls >= n {
+            st.faults.crash_after_calls = None;
+            st.crash();
+            return Err(errno(libc::ESTALE));
+        }
     }
     Ok(st)
 }

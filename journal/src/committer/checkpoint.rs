@@ -80,6 +80,7 @@ impl CkptWriter {
                     let result = write_checkpoint(disk.as_mut(), &dir, job.rec, direct);
                     let msg = Msg::CheckpointDone {
                         mark: job.mark,
+                        storage_epoch: job.rec.storage_epoch,
                         result,
                         reply: job.reply,
                     };
@@ -107,7 +108,8 @@ impl Committer {
         if !self.checkpoints.is_empty() && self.ckpt.is_none() {
             self.quiesce_spare();
         }
-        while let Some((mark, reply)) = self.checkpoints.pop_front() {
+        while let Some((mark, storage_epoch, reply)) = self.checkpoints.pop_front() {
+            self.storage_epoch = self.storage_epoch.max(storage_epoch);
             match self.checkpoint(mark) {
                 Ok(Some(rec)) => match self.ckpt.as_ref().and_then(|w| w.tx.clone()) {
                     Some(tx) => {
@@ -123,7 +125,7 @@ impl Committer {
                     None => {
                         let written =
                             write_checkpoint(self.disk.as_mut(), &self.dir, rec, self.direct);
-                        let r = self.checkpoint_persisted(mark, written);
+                        let r = self.checkpoint_persisted(mark, rec.storage_epoch, written);
                         let _ = reply.send(r);
                     }
                 },
@@ -137,8 +139,16 @@ impl Committer {
         }
     }
 
+    /// The storage epoch the checkpoint file read at open records: kept (never lowered)
+    /// by every later checkpoint.
+    pub(crate) fn keep_storage_epoch(&mut self, epoch: u64) {
+        self.storage_epoch = self.storage_epoch.max(epoch);
+        self.persisted_storage_epoch = self.persisted_storage_epoch.max(epoch);
+    }
+
     /// Validates a checkpoint request; returns the record to persist, or None when
-    /// the mark is not above the persisted one (nothing to do).
+    /// neither the mark nor the storage epoch is above the persisted one (nothing to do).
+    /// A record written for a newer epoch alone keeps the persisted mark (never lowered).
     fn checkpoint(&mut self, mark: Seq) -> Result<Option<CheckpointRecord>, JournalError> {
         if let Some(reason) = self.gc.failed() {
             return Err(JournalError::Fatal(reason.clone()));
@@ -149,12 +159,17 @@ impl Committer {
                 self.gc.last_assigned()
             )));
         }
-        if mark <= self.mark {
+        let newer_epoch = self.storage_epoch > self.persisted_storage_epoch;
+        if mark <= self.mark && !newer_epoch {
             return Ok(None);
         }
         Ok(Some(CheckpointRecord {
             journal_id: self.journal_id,
-            mark: mark.0,
+            mark: mark.max(self.mark).0,
+            // Read only after that group's fdatasync succeeded, and no group is
+            // acknowledged before that: a group in flight at a crash holds seqs above it.
+            durable: self.durable.0,
+            storage_epoch: self.storage_epoch,
         }))
     }
 
@@ -164,6 +179,7 @@ impl Committer {
     pub(super) fn checkpoint_persisted(
         &mut self,
         mark: Seq,
+        storage_epoch: u64,
         written: Result<(), JournalError>,
     ) -> Result<(), JournalError> {
         if let Err(e) = written {
@@ -181,6 +197,7 @@ impl Committer {
         if let Some(reason) = self.gc.failed() {
             return Err(JournalError::Fatal(reason.clone()));
         }
+        self.persisted_storage_epoch = self.persisted_storage_epoch.max(storage_epoch);
         if mark <= self.mark {
             return Ok(());
         }

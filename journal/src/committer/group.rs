@@ -193,6 +193,7 @@ impl Committer {
                 if let Some(e) = self.live.get_mut(&g.segment) {
                     e.0 = g.last_seq;
                 }
+                self.durable = self.durable.max(g.last_seq);
                 // A large record's buffer goes back to the appenders' pool; the
                 // state machine keeps ordinary group buffers itself.
                 let mut buf = c.buf;

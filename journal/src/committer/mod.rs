@@ -77,11 +77,14 @@ pub(crate) enum Msg {
     },
     Checkpoint {
         mark: Seq,
+        storage_epoch: u64,
         reply: oneshot::Sender<Result<(), JournalError>>,
     },
     /// From the checkpoint writer: the checkpoint file for `mark` was persisted (or not).
     CheckpointDone {
         mark: Seq,
+        /// The `storage_epoch` the file records.
+        storage_epoch: u64,
         result: Result<(), JournalError>,
         reply: oneshot::Sender<Result<(), JournalError>>,
     },
@@ -110,6 +113,9 @@ const SPARE_POLL: Duration = Duration::from_micros(200);
 /// Messages taken from the channel per loop turn (bounds the time between turns).
 const DRAIN_MAX: usize = 8192;
 
+/// A checkpoint asked of the committer: mark, storage epoch, where to answer.
+type CheckpointRequest = (Seq, u64, oneshot::Sender<Result<(), JournalError>>);
+
 pub(crate) struct Committer {
     index: usize,
     dir: PathBuf,
@@ -121,6 +127,9 @@ pub(crate) struct Committer {
     /// Segments holding records: id -> (last durable seq, file length).
     live: BTreeMap<u64, (Seq, u64)>,
     mark: Seq,
+    /// The highest seq of a group whose write+fdatasync succeeded (or that replay found
+    /// and made durable at open): what a checkpoint file records as `durable`.
+    durable: Seq,
     journal_id: u64,
     /// The newest-segment record: rewritten at each segment switch before the first
     /// group there; the segment it names is never recycled.
@@ -129,7 +138,15 @@ pub(crate) struct Committer {
     admission: Arc<Admission>,
     metrics: Arc<JournalMetrics>,
     in_flight: Option<InFlightGroup>,
-    checkpoints: VecDeque<(Seq, oneshot::Sender<Result<(), JournalError>>)>,
+    checkpoints: VecDeque<CheckpointRequest>,
+    /// The highest `storage_epoch` asked for (or read at open): what the next checkpoint
+    /// file records.
+    storage_epoch: u64,
+    /// The `storage_epoch` of the newest checkpoint file persisted (or read at open). A
+    /// checkpoint asked for with a higher epoch is written even when its mark has not
+    /// moved: GC and compaction change the ledger state without any new journal record,
+    /// and until the epoch is recorded an older copy of the state file would be accepted.
+    persisted_storage_epoch: u64,
     shutdown: bool,
     closed_admission: bool,
     direct: bool,
@@ -174,6 +191,12 @@ impl Committer {
             gc,
             files,
             current: None,
+            durable: live
+                .values()
+                .map(|(last, _)| *last)
+                .max()
+                .unwrap_or(mark)
+                .max(mark),
             live,
             mark,
             journal_id,
@@ -183,6 +206,8 @@ impl Committer {
             metrics,
             in_flight: None,
             checkpoints: VecDeque::new(),
+            storage_epoch: 0,
+            persisted_storage_epoch: 0,
             shutdown: false,
             closed_admission: false,
             direct,
@@ -341,14 +366,19 @@ impl Committer {
             Msg::Mark { reply } => {
                 let _ = reply.send(self.gc.last_assigned());
             }
-            Msg::Checkpoint { mark, reply } => self.checkpoints.push_back((mark, reply)),
+            Msg::Checkpoint {
+                mark,
+                storage_epoch,
+                reply,
+            } => self.checkpoints.push_back((mark, storage_epoch, reply)),
             Msg::CheckpointDone {
                 mark,
+                storage_epoch,
                 result,
                 reply,
             } => {
                 self.ckpt_pending = self.ckpt_pending.saturating_sub(1);
-                let r = self.checkpoint_persisted(mark, result);
+                let r = self.checkpoint_persisted(mark, storage_epoch, result);
                 let _ = reply.send(r);
             }
             Msg::Shutdown => self.begin_shutdown(),
