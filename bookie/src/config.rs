@@ -263,6 +263,24 @@ pub struct BookieConfig {
     pub force_allow_compaction: bool,
     /// isForceGCAllowWhenNoSpace (false).
     pub is_force_gc_allow_when_no_space: bool,
+    /// localScrubInterval (seconds; 0 or less = off -> None): the scrubber's period, each
+    /// delay drawn from (0.5, 1.5) × this, as Java's ScrubberService.
+    pub local_scrub_interval: Option<Duration>,
+    /// localScrubRateLimit (60 entries/s; 0 = no limit).
+    pub local_scrub_rate_limit: f64,
+    /// localScrubRateLimitBytes (not a stock key; 0 = no limit): bytes/s.
+    pub local_scrub_rate_limit_bytes: u64,
+    /// chaosEnabled (not a stock key; false): wrap every storage disk in the chaos layer
+    /// and serve `/api/v1/chaos/faults` (docs/chaos.md). Never on by default.
+    pub chaos_enabled: bool,
+    /// chaosFaultPlan (not a stock key; unset): a JSON fault plan added at start-up
+    /// (needs `chaosEnabled=true`).
+    pub chaos_fault_plan: Option<PathBuf>,
+    /// chaosTestOnlyAckBeforeFdatasync (not a stock key; false): TEST ONLY, breaks
+    /// durability: journal write+fdatasyncs run without the fdatasync, so adds are
+    /// acknowledged before they are durable (to prove a loss check can fail). Needs
+    /// `chaosEnabled=true`; refused by a build without debug assertions.
+    pub chaos_test_only_ack_before_fdatasync: bool,
 
     // ---- read-only mode and disks ----
     /// readOnlyModeEnabled (true).

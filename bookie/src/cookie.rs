@@ -79,8 +79,9 @@ pub enum CookieError {
         found: String,
     },
     #[error(
-        "directories {dirs:?} have no cookie but the cookie in ZooKeeper exists: a directory was added or wiped \
-         (set allowStorageExpansion=true to add empty ledger directories)"
+        "directories {dirs:?} have no cookie (missing: {files}) but the cookie in ZooKeeper exists: a directory \
+         was added or wiped (set allowStorageExpansion=true to add empty ledger directories)",
+        files = cookie_files(.dirs)
     )]
     MissingInDirs { dirs: Vec<PathBuf> },
     #[error(
@@ -96,6 +97,16 @@ pub enum CookieError {
     OldLayout { dir: PathBuf, file: PathBuf },
     #[error("storage expansion is only allowed for ledger/index directories; {dirs:?} changed")]
     ExpansionNotAllowed { dirs: Vec<PathBuf> },
+}
+
+/// The cookie files of `dirs` (`<dir>/current/VERSION`), joined with ", ": a refusal names
+/// the file an operator finds missing, not only its directory (the fault matrix,
+/// bookie/tests/fault_matrix.rs, checks every refusal names the damaged file).
+fn cookie_files(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.join("current").join(VERSION_FILE).display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Encodes a dir list the way `ledgerDirs` / `indexDirs` store it.

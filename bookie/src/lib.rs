@@ -25,6 +25,7 @@
 pub mod admin;
 pub mod bookie_status;
 pub mod build_info;
+pub mod chaos;
 pub mod config;
 pub mod cookie;
 pub mod disk_monitor;
@@ -44,6 +45,7 @@ pub mod mode;
 pub mod node;
 pub mod registration;
 pub mod request_metrics;
+pub mod scrubber;
 pub mod server;
 pub mod storage;
 pub mod tls;

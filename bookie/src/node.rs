@@ -9,11 +9,12 @@
 //! 3. port bound, requests served (recorded by `request_metrics`); background flusher
 //!    (flushInterval), disk-usage monitor (`disk_monitor`: diskCheckInterval ->
 //!    read-only), the journal-disk watcher (`journal_space`: a full journal disk ->
-//!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone);
+//!    read-only), GC and compaction (`gc`: gcWaitTime; never when standalone), the
+//!    scrubber (`scrubber`: localScrubInterval, and passes the operator asks for);
 //! 4. registration in ZooKeeper (writable, or read-only when forced); from here the admin
 //!    API's `is_ready` answers 200;
-//! 5. on SIGTERM/SIGINT: `is_ready` answers 503 again; cancel GC and compaction (a pass in
-//!    progress stops within one read batch or written entry), stop reading requests and
+//! 5. on SIGTERM/SIGINT: `is_ready` answers 503 again; cancel GC, compaction and scrubbing
+//!    (a pass in progress stops within one read batch, written entry or scrub chunk), stop reading requests and
 //!    drain the ones in flight (at most [`DRAIN_BUDGET`]), flush + checkpoint, shut the
 //!    journal and entry log down (done by [`STORAGE_DEADLINE`] after the signal),
 //!    unregister, exit 0. A fatal
@@ -132,13 +133,18 @@ pub async fn run_with_tls(cfg: BookieConfig, tls: TlsContexts) -> Result<i32, No
     );
 
     // 0. Admin API and metrics listeners (a port that cannot be bound is logged, not fatal).
+    let chaos = crate::chaos::from_config(&cfg).map_err(NodeError::Fatal)?;
     let metrics = Metrics::new();
+    metrics.add_collector(crate::chaos::collector(chaos.clone()));
     let admin_state = AdminState::new(
         Arc::new(cfg.clone()),
         addr.bookie_id.clone(),
         metrics.clone(),
     );
     admin_state.set_bookie_address(addr.clone());
+    if let Some(c) = chaos {
+        admin_state.set_chaos(c);
+    }
     let listeners = match admin::start_with_tls(&cfg, admin_state.clone(), tls.admin.clone()).await
     {
         Ok(l) => Some(l),
@@ -206,7 +212,8 @@ async fn open(
 ) -> Result<Opened, NodeError> {
     let standalone = cfg.metadata_service.is_none();
     let mut disk = bk_disk::open_disk(&bk_disk::DiskConfig::default())?.disk;
-    let storage_cfg = storage_config(cfg);
+    let mut storage_cfg = storage_config(cfg);
+    storage_cfg.chaos = admin_state.chaos();
     create_dirs(disk.as_mut(), &storage_cfg.journal_dirs)?;
     create_dirs(disk.as_mut(), &storage_cfg.ledger_dirs)?;
 
@@ -385,6 +392,14 @@ async fn serve(
         ))
     });
 
+    // The scrubber runs with or without ZooKeeper (it reads local files only).
+    let scrub = tokio::spawn(crate::scrubber::scrub_loop(
+        storage.clone(),
+        admin_state.scrubber(),
+        crate::scrubber::ScrubSchedule::from_config(&cfg),
+        maintenance.clone(),
+    ));
+
     // 4. Registration (a signal meanwhile goes straight to the shutdown of step 5).
     let mut signalled = None;
     if let Some(reg) = &registration {
@@ -431,6 +446,7 @@ async fn serve(
     // Maintenance first: a compaction or GC pass holds the entry log open, and closing
     // it would wait for the pass (at its configured rate, minutes).
     maintenance.cancel();
+    scrub.abort();
     journal_space.abort();
     if let Some(gc) = gc {
         gc.abort();

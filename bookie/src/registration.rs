@@ -23,12 +23,25 @@
 //!   published, except between the create and the delete of a transition, when both nodes exist
 //!   (writable->read-only: create read-only first, then delete writable; and the reverse), so a
 //!   client never sees the bookie in neither list;
-//! * a node owned by another session is never deleted or taken over: we wait up to `zkTimeout`
-//!   for it to expire, then fail (two bookies with one id must not both run);
+//! * a node owned by another session is never deleted or taken over: we wait up to
+//!   [`PREVIOUS_SESSION_WAIT_FACTOR`] x `zkTimeout` for it to expire, then fail (two bookies
+//!   with one id must not both run);
 //! * a failed or timed-out ZooKeeper call is an error to the caller, never treated as success;
 //! * every ZooKeeper call is bounded by a timeout (2 x zkTimeout);
 //! * a mode change that could not be published (connection loss, node held by another
 //!   session) is retried every 2 s by the session watcher until ZooKeeper shows it.
+
+/// How many `zkTimeout`s start-up waits for a registration node held by another session.
+///
+/// A bookie restarted at once after a crash (SIGKILL, then systemd or Kubernetes starting it
+/// again) finds its node still held by the dead process's session. ZooKeeper expires a session
+/// in buckets of `tickTime`, so up to the session timeout plus one tick after the last ping, and
+/// a server's tick is at most half its minimum session timeout: with the same `zkTimeout` as
+/// before, the node goes within 1.5 x `zkTimeout`. The Java bookie waits 1 x `zkTimeout` and
+/// exits; its JVM start hides the gap, ours did not (tests/pulsar all_kill: a bookie restarted
+/// 0.1 s after SIGKILL waited 10.006 s and exited, leaving the broker short of bookies). 2x
+/// covers it with room; a node still held after that belongs to a live bookie of the same id.
+const PREVIOUS_SESSION_WAIT_FACTOR: u32 = 2;
 
 pub mod bookie_id;
 mod host_network;
@@ -595,10 +608,11 @@ impl Inner {
         }
     }
 
-    /// Creates the ephemeral node `path`, waiting up to zkTimeout for a node held by another
-    /// session to disappear (docs/registration.md §4.1).
+    /// Creates the ephemeral node `path`, waiting up to [`PREVIOUS_SESSION_WAIT_FACTOR`] x
+    /// zkTimeout for a node held by another session to disappear (docs/registration.md §4.1).
     async fn create_ephemeral(&self, client: &zk::Client, path: &str) -> Result<()> {
         let t = self.op_timeout();
+        let wait = self.zk_timeout * PREVIOUS_SESSION_WAIT_FACTOR;
         let started = Instant::now();
         loop {
             match tokio::time::timeout(
@@ -633,7 +647,7 @@ impl Inner {
                 None => continue,
                 Some(s) if s.ephemeral_owner == client.session_id().0 => return Ok(()),
                 Some(s) => {
-                    let left = self.zk_timeout.saturating_sub(started.elapsed());
+                    let left = wait.saturating_sub(started.elapsed());
                     if left.is_zero() {
                         return Err(RegistrationError::AlreadyRegistered {
                             path: path.into(),

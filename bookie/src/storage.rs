@@ -271,6 +271,16 @@ pub trait LedgerStorage: Send + Sync + 'static {
     fn needs_flush(&self) -> bool;
     /// Makes everything inserted so far durable in the entry log and its index.
     fn flush(&self) -> Result<(), StorageError>;
+    /// The generation of the durable per-ledger state (the entry log's `ledgers.state`
+    /// epoch) after the last flush: recorded with each journal checkpoint, so that an
+    /// older copy of the state file put back is refused at start-up. 0: not tracked.
+    fn state_epoch(&self) -> u64 {
+        0
+    }
+    /// Every journal's checkpoint after the last [`LedgerStorage::flush`] is persisted (none
+    /// deferred): the storage may count it (the entry log lets a deleted ledger's tombstone
+    /// go only two such checkpoints after the deletion).
+    fn checkpoint_confirmed(&self) {}
 }
 
 /// Journal replay: one record found after the last checkpoint, as `Store::open` applies it.
@@ -333,8 +343,10 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Opaque position (one number per journal directory): everything journaled before
     /// it is covered once the entry log has been flushed after taking it.
     fn mark(&self) -> Result<Vec<u64>, StorageError>;
-    /// The entry log has durably flushed everything up to `mark`; the journal may trim.
-    fn checkpoint(&self, mark: &[u64]) -> Result<(), StorageError>;
+    /// The entry log has durably flushed everything up to `mark`, in a state of
+    /// generation `storage_epoch` ([`LedgerStorage::state_epoch`]); the journal may trim,
+    /// and records the epoch.
+    fn checkpoint(&self, mark: &[u64], storage_epoch: u64) -> Result<(), StorageError>;
 }
 
 /// One ledger storage paired with its journals; what the handlers hold.
@@ -391,15 +403,23 @@ impl Store {
                 .map(|c| c.mark())
                 .collect::<Result<Vec<_>, _>>()?;
             self.storage.flush()?;
+            let storage_epoch = self.storage.state_epoch();
+            let mut all_persisted = true;
             for (c, mark) in self.checkpointers.iter().zip(marks) {
-                match c.checkpoint(&mark) {
+                match c.checkpoint(&mark, storage_epoch) {
                     // The entry log is durable; the journal keeps its records (not
                     // trimmed) until a later checkpoint finds space. Nothing is lost.
                     Err(e) if e.is_journal_no_space() => {
+                        all_persisted = false;
                         tracing::warn!(error = %e, "journal checkpoint deferred: journal disk full")
                     }
                     r => r?,
                 }
+            }
+            // Only now: a deferred checkpoint leaves records in the journal that a restart
+            // replays, so it must not count towards dropping a tombstone.
+            if all_persisted {
+                self.storage.checkpoint_confirmed();
             }
             Ok(())
         })();
@@ -504,6 +524,7 @@ mod tests {
     struct FailingFlush {
         inner: mem::MemStorage,
         error: parking_lot::Mutex<Option<fn() -> bk_entrylog::Error>>,
+        confirmed: AtomicUsize,
     }
 
     impl LedgerStorage for FailingFlush {
@@ -540,18 +561,25 @@ mod tests {
                 None => Ok(()),
             }
         }
+        fn checkpoint_confirmed(&self) {
+            self.confirmed.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     #[derive(Default)]
     struct CountingCheckpointer {
         checkpoints: AtomicUsize,
+        journal_full: std::sync::atomic::AtomicBool,
     }
 
     impl Checkpointer for CountingCheckpointer {
         fn mark(&self) -> Result<Vec<u64>, StorageError> {
             Ok(vec![1])
         }
-        fn checkpoint(&self, _mark: &[u64]) -> Result<(), StorageError> {
+        fn checkpoint(&self, _mark: &[u64], _storage_epoch: u64) -> Result<(), StorageError> {
+            if self.journal_full.load(Ordering::SeqCst) {
+                return Err(bk_journal::JournalError::NoSpace("journal disk full".into()).into());
+            }
             self.checkpoints.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -579,6 +607,7 @@ mod tests {
         let storage = Arc::new(FailingFlush {
             inner: mem::MemStorage::new(),
             error: parking_lot::Mutex::new(Some(enospc)),
+            confirmed: AtomicUsize::new(0),
         });
         let cp = Arc::new(CountingCheckpointer::default());
         let fatal_calls = Arc::new(AtomicUsize::new(0));
@@ -605,6 +634,34 @@ mod tests {
         *storage.error.lock() = None;
         store.flush_and_checkpoint().unwrap();
         assert_eq!(cp.checkpoints.load(Ordering::SeqCst), 1);
+        assert_eq!(storage.confirmed.load(Ordering::SeqCst), 1);
+    }
+
+    /// A journal checkpoint deferred for a full journal disk is not fatal and the flush
+    /// succeeds, but the storage is not told the checkpoint is done: the journal still
+    /// holds the records a restart replays, so a deleted ledger's tombstone must stay
+    /// (sim_bookie's regression_seed_14207).
+    #[test]
+    fn a_deferred_journal_checkpoint_is_not_confirmed_to_the_storage() {
+        let storage = Arc::new(FailingFlush {
+            inner: mem::MemStorage::new(),
+            error: parking_lot::Mutex::new(None),
+            confirmed: AtomicUsize::new(0),
+        });
+        let cp = Arc::new(CountingCheckpointer::default());
+        cp.journal_full.store(true, Ordering::SeqCst);
+        let fatal: FatalHandler = Arc::new(|reason| panic!("not fatal: {reason}"));
+        let store = Store::new(
+            storage.clone(),
+            Arc::new(mem::MemJournal::new()),
+            vec![cp.clone()],
+            fatal,
+        );
+        store.flush_and_checkpoint().unwrap();
+        assert_eq!(storage.confirmed.load(Ordering::SeqCst), 0, "deferred");
+        cp.journal_full.store(false, Ordering::SeqCst);
+        store.flush_and_checkpoint().unwrap();
+        assert_eq!(storage.confirmed.load(Ordering::SeqCst), 1, "persisted");
     }
 
     #[test]

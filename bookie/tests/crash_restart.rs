@@ -17,13 +17,13 @@ struct Proc {
     port: u16,
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn start(data: &std::path::Path, port: u16) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .args(["--standalone", "--data-dir"])
         .arg(data)
         .args(["--port", &port.to_string()])

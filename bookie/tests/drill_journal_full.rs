@@ -42,13 +42,9 @@ const WRITERS: i64 = 8;
 const ENTRY_BYTES: usize = 64 * 1024;
 const FIRST_LEDGER: i64 = 100;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn payload(ledger: i64, e: i64) -> Vec<u8> {
     (0..ENTRY_BYTES)
@@ -69,6 +65,7 @@ impl BookieProcess {
             .unwrap();
         BookieProcess(
             Command::new(env!("CARGO_BIN_EXE_bookie"))
+                .args(host_disk::ARGS)
                 .arg("--standalone")
                 .arg("--conf")
                 .arg(conf)

@@ -52,13 +52,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod ports;
+use ports::free_port;
 
 fn payload(ledger: i64, e: i64) -> Vec<u8> {
     let seed = (ledger as u64).wrapping_mul(131) ^ (e as u64).wrapping_mul(7919);

@@ -39,13 +39,9 @@ const LATE_ENTRIES: i64 = 10;
 const PAYLOAD: usize = 64 * 1024;
 const EXIT_BOUND: Duration = Duration::from_secs(10);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn payload(l: i64, e: i64) -> Vec<u8> {
     (0..PAYLOAD)
@@ -64,6 +60,7 @@ impl BookieProcess {
     fn start(conf: &Path, log: PathBuf) -> BookieProcess {
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .arg("--conf")
             .arg(conf)
             .env("RUST_LOG", "info")

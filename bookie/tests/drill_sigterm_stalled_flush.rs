@@ -38,13 +38,9 @@ const EXIT_BOUND: Duration = Duration::from_secs(10);
 /// `bookie::node::EXIT_FLUSH_GAVE_UP`.
 const EXIT_FLUSH_GAVE_UP: i32 = 75;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn payload(e: i64) -> Vec<u8> {
     (0..PAYLOAD).map(|i| (e as usize * 17 + i) as u8).collect()
@@ -82,6 +78,7 @@ impl BookieProcess {
     fn start(conf: &Path, log: PathBuf) -> BookieProcess {
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .arg("--conf")
             .arg(conf)
             .arg("--standalone")

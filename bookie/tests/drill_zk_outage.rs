@@ -35,13 +35,9 @@ fn zk_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk.sh")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// A ZooKeeper this test starts and stops itself; stopped when dropped (also on panic).
 /// Started without zk.sh's owner watchdog, which deletes the data directory when the server
@@ -168,6 +164,7 @@ async fn zookeeper_outage_of_a_minute_is_survived_under_load() {
     let log = std::fs::File::create(&log_path).unwrap();
     let mut bookie = BookieProcess(
         Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .arg("--conf")
             .arg(&conf)
             .env("RUST_LOG", "info")

@@ -38,12 +38,18 @@ fn config(dir: &Path) -> RealStorageConfig {
         entry_log: bk_entrylog::EntryLogConfig {
             write_cache_bytes: 4 << 20,
             read_cache_bytes: 1 << 20,
+            // Not about disk thresholds: never full however full the host disk is (1.0 is
+            // allowed here, not in the bookie's config; bookie/tests/host_disk/mod.rs).
+            disk_usage_threshold: 1.0,
+            disk_usage_warn_threshold: 1.0,
+            disk_usage_lwm_threshold: 1.0,
             ..Default::default()
         },
         disk: bk_disk::DiskConfig {
             kind: bk_disk::DiskKind::Syscall,
             ..Default::default()
         },
+        chaos: None,
     }
 }
 

@@ -36,15 +36,15 @@ impl Drop for Bookie {
     }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn start() -> Bookie {
     let dir = tempfile::tempdir().unwrap();
     let (port, metrics_port) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .args(["--standalone", "--data-dir"])
         .arg(dir.path())
         .args(["--port", &port.to_string()])

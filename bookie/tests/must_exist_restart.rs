@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 use bk_proto::v2::{ErrorCode, Flags};
 use common::*;
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn start(data: &Path, port: u16) -> Child {
     Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .args(["--standalone", "--data-dir"])
         .arg(data)
         .args(["--port", &port.to_string()])

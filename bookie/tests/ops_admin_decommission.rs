@@ -20,13 +20,9 @@ use std::time::{Duration, Instant};
 
 use ops_support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// One HTTP/1.1 request (blocking).
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
@@ -69,6 +65,7 @@ fn spawn(server: &ZkServer, root: &str, dir: &std::path::Path, log: &std::path::
     let extra: &[&str] = &[];
     let (port, http_port) = (free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bookie"));
+    cmd.args(host_disk::ARGS);
     cmd.args(["--data-dir", &dir.display().to_string()])
         .args(["--port", &port.to_string()]);
     let mut sets = vec![

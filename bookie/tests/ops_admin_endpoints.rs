@@ -28,13 +28,9 @@ use bytes::BytesMut;
 use ops_support::*;
 use serde_json::{json, Value};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// One HTTP/1.1 request (blocking).
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
@@ -91,6 +87,7 @@ fn spawn_with_args(
 ) -> Node {
     let (port, http_port) = (free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bookie"));
+    cmd.args(host_disk::ARGS);
     cmd.args(["--data-dir", &dir.display().to_string()])
         .args(["--port", &port.to_string()])
         .args(args);

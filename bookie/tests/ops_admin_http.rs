@@ -25,13 +25,9 @@ use std::time::{Duration, Instant};
 use ops_support::*;
 use serde_json::Value;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// One HTTP/1.1 request; `None` when the connection is refused or fails.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
@@ -93,6 +89,7 @@ struct Bookie {
 impl Bookie {
     fn spawn(args: &[&str], http_port: u16) -> Bookie {
         let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .args(args)
             .args([
                 "--set",

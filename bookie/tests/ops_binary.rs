@@ -16,13 +16,9 @@ use std::time::{Duration, Instant};
 use bookie::registration::BookieServiceInfo;
 use ops_support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn write_conf(path: &Path, zk: &str, root: &str, base: &Path, port: u16, ledger_dir: &str) {
     let text = format!(
@@ -46,6 +42,7 @@ fn write_conf(path: &Path, zk: &str, root: &str, base: &Path, port: u16, ledger_
 
 fn spawn(conf: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .arg("--conf")
         .arg(conf)
         .env("RUST_LOG", "info")

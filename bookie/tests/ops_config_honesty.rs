@@ -15,13 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// One HTTP/1.1 request; `None` when the connection is refused or fails.
 fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
@@ -52,6 +48,7 @@ impl Bookie {
     fn spawn(data: &Path, port: u16, extra: &[&str]) -> Bookie {
         let http_port = free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .args(["--standalone", "--data-dir"])
             .arg(data)
             .args(["--port", &port.to_string()])

@@ -11,13 +11,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 fn bookie() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_bookie"));
@@ -38,11 +34,8 @@ fn start(data: &Path, port: u16, log: &Path, extra: &[&str], env: &[(&str, &str)
             "dbStorage_writeCacheMaxSizeMb=16",
             "--set",
             "dbStorage_readAheadCacheMaxSizeMb=8",
-            "--set",
-            "diskUsageThreshold=0.999",
-            "--set",
-            "diskUsageWarnThreshold=0.998",
         ])
+        .args(host_disk::ARGS)
         .args(extra)
         .envs(env.iter().copied())
         .env("RUST_LOG", "info")

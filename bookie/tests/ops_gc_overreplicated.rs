@@ -40,13 +40,9 @@ impl Drop for BookieProcess {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 async fn create_all(c: &zk::Client, path: &str, data: &[u8]) {
     let mut at = String::new();
@@ -151,6 +147,7 @@ async fn overreplicated_ledgers_are_deleted_and_the_rest_kept() {
     let log = std::fs::File::create(&log_path).unwrap();
     let _bookie = BookieProcess(
         Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .arg("--conf")
             .arg(&conf)
             .arg("--metrics-port")

@@ -268,13 +268,9 @@ async fn load_and_scrape(
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 struct Bookie(Child);
 
@@ -395,6 +391,7 @@ async fn dashboards_and_alerts_names_are_exported_under_load() {
     .unwrap();
     let mut child = Bookie(
         Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(host_disk::ARGS)
             .arg("--conf")
             .arg(&conf)
             .stdout(Stdio::null())

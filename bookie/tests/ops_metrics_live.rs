@@ -40,10 +40,9 @@ impl Drop for Bookie {
     }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+mod host_disk;
+mod ports;
+use ports::free_port;
 
 /// A standalone bookie with `args` added, serving on a free port once this returns.
 async fn start(args: &[&str]) -> Bookie {
@@ -58,6 +57,7 @@ async fn start_with(mode: &[&str], args: &[&str]) -> Bookie {
 async fn start_in(dir: tempfile::TempDir, mode: &[&str], args: &[&str]) -> Bookie {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .args(mode)
         .arg("--data-dir")
         .arg(dir.path())
@@ -840,6 +840,7 @@ async fn fence_and_long_poll_waits_count_their_requests() {
 async fn the_latency_rollover_key_is_read_and_validated() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(host_disk::ARGS)
         .arg("--standalone")
         .arg("--data-dir")
         .arg(dir.path())

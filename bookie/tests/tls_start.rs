@@ -117,6 +117,14 @@ async fn tls_bookie(
     .await
 }
 
+/// The usual set-up: a CA, and a bookie with a certificate of it, no client certificates asked,
+/// no authorizer.
+async fn one_way_tls_bookie() -> (Ca, MemBookie) {
+    let ca = ca("ca");
+    let b = tls_bookie(server_tls(&ca, None), None).await;
+    (ca, b)
+}
+
 // ------------------------------------------------------------------ wire bytes (docs/tls.md §1)
 
 const START_TLS_TXN1: [u8; 15] = hex(b"0000000b0a06080310091801d20600");
@@ -295,8 +303,7 @@ async fn assert_serves_plain(addr: SocketAddr) {
 
 #[tokio::test]
 async fn start_tls_then_v3_and_v2_traffic_over_tls() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     let mut c = TlsClient::connect(b.addr(), client_tls(&ca, None))
         .await
         .expect("handshake");
@@ -334,8 +341,7 @@ async fn start_tls_then_v3_and_v2_traffic_over_tls() {
 
 #[tokio::test]
 async fn large_responses_over_tls_arrive_whole_when_the_client_reads_late() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     // A small receive buffer (no autotuning), so the bookie's socket fills.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(64 * 1024).unwrap();
@@ -402,8 +408,7 @@ async fn without_a_context_start_tls_answers_ebadreq_and_stays_plain() {
 
 #[tokio::test]
 async fn requests_in_flight_are_answered_in_clear_before_the_eok() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     b.journal.hold(true);
     let mut tcp = TcpStream::connect(b.addr()).await.unwrap();
     let mut add = BytesMut::new();
@@ -529,8 +534,7 @@ impl AsyncWrite for Preamble {
 
 #[tokio::test]
 async fn a_client_hello_read_with_the_start_tls_frame_belongs_to_the_handshake() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     let io = Preamble {
         inner: TcpStream::connect(b.addr()).await.unwrap(),
         to_send: Some(START_TLS_TXN1.to_vec()),
@@ -661,8 +665,7 @@ async fn an_accepted_authorization_serves_the_connection() {
 
 #[tokio::test]
 async fn garbage_instead_of_a_client_hello_closes_that_connection() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (_ca, b) = one_way_tls_bookie().await;
     let mut tcp = start_tls_in_clear(b.addr()).await;
     tcp.write_all(&[0x42; 64]).await.unwrap();
     assert!(closed_soon(&mut tcp).await);
@@ -671,8 +674,7 @@ async fn garbage_instead_of_a_client_hello_closes_that_connection() {
 
 #[tokio::test]
 async fn plaintext_v2_after_start_tls_closes_that_connection() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (_ca, b) = one_way_tls_bookie().await;
     let mut tcp = start_tls_in_clear(b.addr()).await;
     let mut req = BytesMut::new();
     v2_add(1, 0).encode(&mut req).unwrap();
@@ -684,8 +686,7 @@ async fn plaintext_v2_after_start_tls_closes_that_connection() {
 
 #[tokio::test]
 async fn a_handshake_abandoned_halfway_closes_that_connection() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     let hello = client_hello(&ca);
     // Half a ClientHello, then the client goes away.
     let mut tcp = start_tls_in_clear(b.addr()).await;
@@ -702,10 +703,48 @@ async fn a_handshake_abandoned_halfway_closes_that_connection() {
     assert_serves_plain(b.addr()).await;
 }
 
+/// A slowloris handshake: a real ClientHello, one byte every 200 ms (a whole minute for the
+/// hello alone), from the EOK on. The handshake deadline (1 s in these tests, 10 s by
+/// default) is for the whole handshake, not per read, so the bookie closes that connection
+/// once it passes; a good client connecting meanwhile is served.
+#[tokio::test]
+async fn a_slowloris_handshake_is_closed_at_the_deadline_while_others_are_served() {
+    let (ca, b) = one_way_tls_bookie().await;
+    let hello = client_hello(&ca);
+    let (mut from_bookie, mut to_bookie) = start_tls_in_clear(b.addr()).await.into_split();
+    let trickle = tokio::spawn(async move {
+        let mut sent = 0;
+        for byte in hello.iter() {
+            if to_bookie.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            sent += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        (sent, hello.len())
+    });
+    // Meanwhile a good client does its handshake and is served.
+    let mut good = TlsClient::connect(b.addr(), client_tls(&ca, None))
+        .await
+        .expect("good client's handshake");
+    assert_eq!(v3_status(&good.v3_add(9, 0).await), StatusCode::Eok);
+    assert!(
+        closed_soon(&mut from_bookie).await,
+        "the slow handshake is closed at the deadline"
+    );
+    // The bookie's close ends the trickle (its writes fail) well before the hello is out.
+    let (sent, whole) = tokio::time::timeout(Duration::from_secs(30), trickle)
+        .await
+        .expect("the trickle stops once the bookie closed")
+        .unwrap();
+    assert!(sent < whole, "closed after {sent} of {whole} bytes");
+    assert_eq!(v3_status(&good.v3_read(9, 0).await), StatusCode::Eok);
+    assert_serves_plain(b.addr()).await;
+}
+
 #[tokio::test]
 async fn a_second_start_tls_closes_the_connection() {
-    let ca = ca("ca");
-    let b = tls_bookie(server_tls(&ca, None), None).await;
+    let (ca, b) = one_way_tls_bookie().await;
     let mut c = TlsClient::connect(b.addr(), client_tls(&ca, None))
         .await
         .unwrap();
@@ -731,7 +770,7 @@ fn client_hello(ca: &Ca) -> Vec<u8> {
 
 /// The bookie ends the connection within the generous bound (EOF or reset), having sent
 /// nothing, or only a TLS alert (content type 21), in clear.
-async fn closed_soon(tcp: &mut TcpStream) -> bool {
+async fn closed_soon<R: AsyncRead + Unpin>(tcp: &mut R) -> bool {
     let mut got = Vec::new();
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         loop {

@@ -6,7 +6,9 @@
 //! is open, the ZooKeeper registration, the GC trigger), the router, and the helpers that shape
 //! answers. One file per endpoint family: `bookie` (state, readiness, read-only toggle, disk,
 //! journal mark, GC), `compaction` (GC details, suspending and resuming compaction),
-//! `sanity` (write and read a ledger here), `cluster` (bookie listings from ZooKeeper),
+//! `sanity` (write and read a ledger here), `chaos` (inject, list and clear disk faults when
+//! `chaosEnabled=true`, docs/chaos.md), `scrub` (start and watch a scrub pass, list
+//! detected corruptions), `cluster` (bookie listings from ZooKeeper),
 //! `bookie_info` (disk space of every bookie, asked over the bookie protocol), `ledger`
 //! (list, metadata, delete; + `ledger_metadata`, the metadata znode decoder), `ledger_read`
 //! (entries from this bookie's storage), `autorecovery`, `decommission` (waits until a
@@ -31,6 +33,7 @@ mod autorecovery;
 mod bookie;
 pub mod bookie_client;
 mod bookie_info;
+mod chaos;
 mod cluster;
 mod compaction;
 mod config;
@@ -44,6 +47,7 @@ mod ledger_recovery;
 pub mod listener;
 mod recovery;
 mod sanity;
+mod scrub;
 mod zk;
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -60,6 +64,7 @@ use crate::gc_trigger::GcTrigger;
 use crate::handlers::Bookie;
 use crate::metrics::Metrics;
 use crate::registration::{BookieAddress, Registration};
+use crate::scrubber::Scrubber;
 
 pub use listener::{start_from_config, start_with_tls, AdminListeners};
 
@@ -88,6 +93,9 @@ pub struct AdminState {
     /// One `expand_storage` cookie check at a time.
     cookie_check: tokio::sync::Mutex<()>,
     gc: Arc<GcTrigger>,
+    scrubber: Arc<Scrubber>,
+    /// The chaos control, when `chaosEnabled=true` (set once, before storage opens).
+    chaos: OnceLock<Arc<bk_disk::chaos::Chaos>>,
 }
 
 impl AdminState {
@@ -102,6 +110,8 @@ impl AdminState {
             address: OnceLock::new(),
             cookie_check: tokio::sync::Mutex::new(()),
             gc: Arc::new(GcTrigger::default()),
+            scrubber: Arc::new(Scrubber::default()),
+            chaos: OnceLock::new(),
         })
     }
 
@@ -143,6 +153,21 @@ impl AdminState {
         self.gc.clone()
     }
 
+    /// The scrubber the scrub loop serves (`/api/v1/bookie/scrub`, `corruptions`).
+    pub fn scrubber(&self) -> Arc<Scrubber> {
+        self.scrubber.clone()
+    }
+
+    /// The chaos control (`chaosEnabled=true`; set once, before storage opens).
+    pub fn set_chaos(&self, chaos: Arc<bk_disk::chaos::Chaos>) {
+        let _ = self.chaos.set(chaos);
+    }
+
+    /// The chaos control, `None` while chaos is off.
+    pub fn chaos(&self) -> Option<Arc<bk_disk::chaos::Chaos>> {
+        self.chaos.get().cloned()
+    }
+
     fn bookie(&self) -> Option<&Arc<Bookie>> {
         self.bookie.get()
     }
@@ -174,6 +199,8 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/api/v1/bookie/list_disk_file", any(bookie::list_disk_file))
         .route("/api/v1/bookie/gc", any(bookie::gc))
         .route("/api/v1/bookie/gc_details", any(compaction::gc_details))
+        .route("/api/v1/bookie/scrub", any(scrub::scrub))
+        .route("/api/v1/bookie/corruptions", any(scrub::corruptions))
         .route(
             "/api/v1/bookie/gc/suspend_compaction",
             any(compaction::suspend),
@@ -223,6 +250,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
             any(decommission::decommission),
         )
         .route("/api/v1/autorecovery/bookie", any(recovery::recover))
+        .route("/api/v1/chaos/faults", any(chaos::faults))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)

@@ -66,6 +66,7 @@ pub fn storage_config(cfg: &BookieConfig) -> RealStorageConfig {
         journal: journal_config(cfg),
         entry_log: entry_log_config(cfg),
         disk: bk_disk::DiskConfig::default(),
+        chaos: None,
     }
 }
 

@@ -43,6 +43,7 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
     let g = gc(p)?;
     let k = disks(p, s.entry_log_size_limit_bytes)?;
     let h = http_and_stats(p)?;
+    let (chaos_enabled, chaos_fault_plan, chaos_test_only_ack_before_fdatasync) = chaos(p)?;
     Ok(BookieConfig {
         standalone,
         metadata_service,
@@ -118,6 +119,12 @@ pub(crate) fn from_props(p: &mut Props, standalone: bool) -> Result<BookieConfig
         compaction_max_outstanding_requests: g.compaction_max_outstanding_requests,
         force_allow_compaction: g.force_allow_compaction,
         is_force_gc_allow_when_no_space: g.is_force_gc_allow_when_no_space,
+        local_scrub_interval: g.local_scrub_interval,
+        local_scrub_rate_limit: g.local_scrub_rate_limit,
+        local_scrub_rate_limit_bytes: g.local_scrub_rate_limit_bytes,
+        chaos_enabled,
+        chaos_fault_plan,
+        chaos_test_only_ack_before_fdatasync,
         read_only_mode_enabled: k.read_only_mode_enabled,
         read_only_mode_on_any_disk_full_enabled: k.read_only_mode_on_any_disk_full_enabled,
         force_read_only_bookie: k.force_read_only_bookie,
@@ -442,6 +449,9 @@ struct Gc {
     compaction_max_outstanding_requests: u64,
     force_allow_compaction: bool,
     is_force_gc_allow_when_no_space: bool,
+    local_scrub_interval: Option<Duration>,
+    local_scrub_rate_limit: f64,
+    local_scrub_rate_limit_bytes: u64,
 }
 
 fn gc(p: &mut Props) -> Result<Gc, ConfigError> {
@@ -517,6 +527,12 @@ fn gc(p: &mut Props) -> Result<Gc, ConfigError> {
         )?,
         force_allow_compaction: p.bool("forceAllowCompaction", false)?,
         is_force_gc_allow_when_no_space: p.bool("isForceGCAllowWhenNoSpace", false)?,
+        // Java: enabled when > 0 (isLocalScrubEnabled); RateLimiter.create needs > 0, 0 = none.
+        local_scrub_interval: Some(p.int("localScrubInterval", 0, i64::MIN, i64::MAX)?)
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(s as u64)),
+        local_scrub_rate_limit: p.fraction("localScrubRateLimit", 60.0, 0.0, f64::MAX, false)?,
+        local_scrub_rate_limit_bytes: p.u64_min("localScrubRateLimitBytes", 0, 0)?,
     })
 }
 
@@ -639,6 +655,37 @@ fn http_and_stats(p: &mut Props) -> Result<HttpAndStats, ConfigError> {
             i32::MAX as i64,
         )? as u64),
     })
+}
+
+/// `chaosEnabled`, `chaosFaultPlan` and `chaosTestOnlyAckBeforeFdatasync` (ours,
+/// docs/chaos.md): a plan without chaos enabled is refused, so a forgotten switch never
+/// reads as "the plan ran and found nothing"; the test-only switch, which makes acknowledged
+/// adds not durable, is refused without chaos and by any build without debug assertions
+/// (every release build).
+fn chaos(p: &mut Props) -> Result<(bool, Option<std::path::PathBuf>, bool), ConfigError> {
+    let enabled = p.bool("chaosEnabled", false)?;
+    let plan = p
+        .string("chaosFaultPlan")
+        .filter(|s| !s.trim().is_empty())
+        .map(std::path::PathBuf::from);
+    if plan.is_some() && !enabled {
+        return Err(p.invalid_here(
+            "chaosFaultPlan",
+            "a fault plan needs chaosEnabled=true (chaos is off unless enabled)",
+        ));
+    }
+    let ack_early = p.bool("chaosTestOnlyAckBeforeFdatasync", false)?;
+    if ack_early && !cfg!(debug_assertions) {
+        return Err(p.invalid_here(
+            "chaosTestOnlyAckBeforeFdatasync",
+            "refused by a release build: it acknowledges adds that are not durable, for \
+             tests of loss checkers only (docs/chaos.md)",
+        ));
+    }
+    if ack_early && !enabled {
+        return Err(p.invalid_here("chaosTestOnlyAckBeforeFdatasync", "needs chaosEnabled=true"));
+    }
+    Ok((enabled, plan, ack_early))
 }
 
 /// The security keys (`tls::settings`, which owns their rules) read through [`Props`].

@@ -532,3 +532,71 @@ fn security_refusals_name_the_key_and_say_why() {
     );
     assert!(e.starts_with("authorizedRoles:"), "{e}");
 }
+
+#[test]
+fn scrub_keys_have_javas_defaults_and_meaning() {
+    let (c, _) = load(ZK, &[]).unwrap();
+    assert_eq!(c.local_scrub_interval, None, "off by default");
+    assert_eq!(c.local_scrub_rate_limit, 60.0);
+    assert_eq!(c.local_scrub_rate_limit_bytes, 0);
+    let text = format!(
+        "{ZK}localScrubInterval=3600\nlocalScrubRateLimit=0\nlocalScrubRateLimitBytes=20000000\n"
+    );
+    let (c, report) = load(&text, &[]).unwrap();
+    assert!(report.unknown_keys.is_empty(), "{report:?}");
+    assert_eq!(c.local_scrub_interval, Some(Duration::from_secs(3600)));
+    assert_eq!(
+        (c.local_scrub_rate_limit, c.local_scrub_rate_limit_bytes),
+        (0.0, 20_000_000)
+    );
+    // Java: <= 0 is off.
+    let (c, _) = load(&format!("{ZK}localScrubInterval=-5\n"), &[]).unwrap();
+    assert_eq!(c.local_scrub_interval, None);
+    assert!(err_text(&format!("{ZK}localScrubRateLimit=-1\n"), &[]).contains("localScrubRateLimit"));
+}
+
+#[test]
+fn chaos_is_off_by_default_and_a_plan_needs_it_on() {
+    let (c, _) = load(ZK, &[]).unwrap();
+    assert!(!c.chaos_enabled, "never on by default");
+    assert_eq!(c.chaos_fault_plan, None);
+    let (c, report) = load(
+        &format!("{ZK}chaosEnabled=true\nchaosFaultPlan=/tmp/plan.json\n"),
+        &[],
+    )
+    .unwrap();
+    assert!(report.unknown_keys.is_empty(), "{report:?}");
+    assert!(c.chaos_enabled);
+    assert_eq!(
+        c.chaos_fault_plan.as_deref(),
+        Some(std::path::Path::new("/tmp/plan.json"))
+    );
+    let e = err_text(&format!("{ZK}chaosFaultPlan=/tmp/plan.json\n"), &[]);
+    assert!(
+        e.contains("chaosFaultPlan") && e.contains("chaosEnabled=true"),
+        "{e}"
+    );
+}
+
+/// The test-only switch that acknowledges adds before fdatasync: off by default, needs
+/// chaos on, and is refused by a build without debug assertions (a release build).
+#[test]
+fn the_ack_before_fdatasync_switch_is_off_needs_chaos_and_no_release_build() {
+    let (c, _) = load(ZK, &[]).unwrap();
+    assert!(!c.chaos_test_only_ack_before_fdatasync);
+    let e = err_text(&format!("{ZK}chaosTestOnlyAckBeforeFdatasync=true\n"), &[]);
+    assert!(e.contains("chaosTestOnlyAckBeforeFdatasync"), "{e}");
+    let on = load(
+        &format!("{ZK}chaosEnabled=true\nchaosTestOnlyAckBeforeFdatasync=true\n"),
+        &[],
+    );
+    if cfg!(debug_assertions) {
+        assert!(on.unwrap().0.chaos_test_only_ack_before_fdatasync);
+    } else {
+        let Err(e) = on else {
+            panic!("a release build took chaosTestOnlyAckBeforeFdatasync")
+        };
+        let e = e.to_string();
+        assert!(e.contains("release build"), "{e}");
+    }
+}

@@ -37,7 +37,7 @@ mod ops;
 mod read;
 pub mod status;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -121,7 +121,9 @@ impl Bookie {
         Arc::new(Bookie {
             store,
             options,
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
             mode,
             high_priority_writes_allowed: AtomicBool::new(true),
             wait_metrics: OnceLock::new(),

@@ -8,8 +8,8 @@
 //! - an index that does not decode is kept as [`IndexError`] with the file offset of
 //!   the part that failed (trailer or footer), never a panic;
 //! - [`check_entries`] reads every entry's payload and checks its length and CRC32C
-//!   against the footer (`format::check_entry`), reporting each failure with the
-//!   entry's offset, ledger and entry id;
+//!   against the footer with the online scrubber's check (`bk_entrylog::scrub`),
+//!   reporting each failure with the entry's offset, ledger and entry id;
 //! - the ledger state is the copy with the highest valid epoch over all directories
 //!   (as start-up takes it); copies that do not decode are kept with why.
 
@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use bk_disk::SECTOR;
 use bk_entrylog::format::{self, LedgerRun, StateFile, Trailer, TRAILER_LEN};
+use bk_entrylog::scrub::Finding;
 use bk_entrylog::{parse_segment_name, STATE_FILE};
 
 use super::files::{Reader, RoFile};
@@ -200,17 +201,28 @@ pub fn read_entries(
     Ok(out)
 }
 
-/// The entries of `seg` that fail their checks.
+/// The entries of `seg` that fail their checks: the online scrubber's check
+/// (`bk_entrylog::scrub::check_segment`), so `verify` and a scrub pass judge alike. Its
+/// index findings are left out: [`load_index`] reported them already.
 pub fn check_entries(r: &mut Reader, seg: &SegmentIndex) -> std::io::Result<Vec<BadEntry>> {
-    Ok(read_entries(r, seg, &|_, _| true)?
+    if seg.index.is_err() {
+        return Ok(Vec::new());
+    }
+    Ok(r.check_segment(&seg.path, seg.id)?
+        .findings
         .into_iter()
-        .filter_map(|e| {
-            e.crc_ok.err().map(|reason| BadEntry {
-                ledger: e.ledger,
-                entry: e.entry,
-                offset: e.offset,
-                reason,
-            })
+        .filter_map(|f| match f {
+            Finding::Entry {
+                ledger,
+                loc,
+                detail,
+            } => Some(BadEntry {
+                ledger,
+                entry: loc.entry,
+                offset: loc.offset,
+                reason: detail,
+            }),
+            Finding::Index { .. } => None,
         })
         .collect())
 }

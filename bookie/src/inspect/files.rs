@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 
 use bk_disk::{round_up, run_one, AlignedBuf, Disk, FileId, Op, OpenOptions, SyscallDisk, SECTOR};
 
+use bk_entrylog::scrub::{check_segment, SegmentCheck, Unpaced};
+use bk_entrylog::SCRUB_CHUNK_BYTES;
+
 use crate::config::mapping::storage_config;
 use crate::config::BookieConfig;
 
@@ -109,6 +112,24 @@ impl Reader {
     /// The bytes `[off, off+n)` of `f`, clamped to its end.
     pub fn read<'a>(&mut self, f: &'a mut RoFile, off: u64, n: usize) -> io::Result<&'a [u8]> {
         f.read_at(&mut self.disk, off, n)
+    }
+
+    /// Checks the finished segment at `path` (named for segment `id`) as the online
+    /// scrubber does (`bk_entrylog::scrub::check_segment`: trailer, footer, every entry's
+    /// length and CRC32C), unpaced.
+    pub fn check_segment(&mut self, path: &Path, id: u64) -> io::Result<SegmentCheck> {
+        let f = self.open(path)?;
+        let r = check_segment(
+            &mut self.disk,
+            f.id,
+            id,
+            SCRUB_CHUNK_BYTES,
+            &mut Unpaced,
+            0,
+            0,
+        );
+        self.close(f);
+        r
     }
 
     pub fn close(&mut self, f: RoFile) {

@@ -34,6 +34,9 @@ pub enum Checkpoint {
     Present {
         journal_id: u64,
         mark: u64,
+        /// The last seq known fsynced when the file was written (the mark for a
+        /// version 1 file): a log ending below it lost an acknowledged group.
+        durable: u64,
     },
     /// The file exists but does not decode (or cannot be read): why.
     Damaged(String),
@@ -138,6 +141,7 @@ pub fn read_checkpoint(r: &mut Reader, dir: &Path) -> Checkpoint {
             Ok(c) => Checkpoint::Present {
                 journal_id: c.journal_id,
                 mark: c.mark,
+                durable: c.durable,
             },
             Err(e) => Checkpoint::Damaged(e.to_string()),
         },

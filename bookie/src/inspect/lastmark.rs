@@ -24,7 +24,9 @@ pub fn run(dirs: &Dirs) -> Result<Output, InspectError> {
             .map_err(|e| InspectError::io("journal directory", e))?;
         let cp = read_checkpoint(&mut r, dir);
         match &cp {
-            Checkpoint::Present { journal_id, mark } => {
+            Checkpoint::Present {
+                journal_id, mark, ..
+            } => {
                 text += &format!(
                     "LastLogMark : Journal Id - {journal_id}({journal_id:x}), Pos - {mark}  [{}]\n",
                     dir.display()

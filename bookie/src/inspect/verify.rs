@@ -277,16 +277,16 @@ fn journal_dir(
     n: &mut Counts,
 ) -> Result<(), InspectError> {
     let jd = journal_scan::open_dir(r, dir).map_err(|e| InspectError::io(dir.display(), e))?;
-    let mark = match &jd.checkpoint {
-        Checkpoint::Present { mark, .. } => Some(*mark),
-        Checkpoint::Absent => None,
+    let (mark, durable) = match &jd.checkpoint {
+        Checkpoint::Present { mark, durable, .. } => (Some(*mark), *durable),
+        Checkpoint::Absent => (None, 0),
         Checkpoint::Damaged(why) => {
             problems.push(Problem::at(
                 &dir.join(bk_journal::format::CHECKPOINT_FILE),
                 Some(0),
                 format!("checkpoint: {why}"),
             ));
-            None
+            (None, 0)
         }
     };
     let Some(jid) = jd.journal_id else {
@@ -301,6 +301,8 @@ fn journal_dir(
         }
     }
     let mut last: Option<u64> = None;
+    // Where the log ends: (segment, offset), for the "ends below durable" check.
+    let mut log_end: Option<(std::path::PathBuf, u64)> = None;
     let n_scans = scans.len();
     for (i, s) in scans.into_iter().enumerate() {
         n.journal_segments += 1;
@@ -337,6 +339,7 @@ fn journal_dir(
             if let Some(l) = piece.last_seq {
                 last = Some(l);
             }
+            log_end = Some((piece.path.clone(), piece.end_offset));
             if piece.end == SegmentEnd::EndOfFile {
                 break;
             }
@@ -385,6 +388,22 @@ fn journal_dir(
                 Err(e) => return Err(InspectError::io(piece.path.display(), e)),
             };
         }
+    }
+    // The checkpoint's `durable` (format version 2): seqs up to it were fsynced, so a log
+    // ending below it lost an acknowledged group (replay refuses it too).
+    let m = mark.unwrap_or(0);
+    let ended = last.unwrap_or(m).max(m);
+    if durable > m && ended < durable {
+        let (path, offset) =
+            log_end.unwrap_or_else(|| (dir.join(bk_journal::format::CHECKPOINT_FILE), 0));
+        problems.push(Problem::at(
+            &path,
+            Some(offset),
+            format!(
+                "the log ends after seq {ended}, but the checkpoint records seqs up to {durable} as fsynced \
+                 (acknowledged): an acknowledged group was damaged or lost (the journal will refuse to open)"
+            ),
+        ));
     }
     Ok(())
 }
@@ -450,6 +469,8 @@ mod tests {
         let cp = CheckpointRecord {
             journal_id: JID,
             mark: 2,
+            durable: 2,
+            storage_epoch: 0,
         };
         let mut sector = cp.encode().to_vec();
         sector.resize(SECTOR, 0);
@@ -475,6 +496,36 @@ mod tests {
             (seg.to_str().unwrap(), Some(4096))
         );
         assert!(p[0].what.contains("above the checkpoint mark"), "{p:?}");
+    }
+
+    #[test]
+    fn a_log_ending_below_the_checkpoints_durable_is_a_problem() {
+        // Groups 1..=6 were fsynced when the checkpoint (mark 2) was written; the last one
+        // is damaged, so the log ends at seq 4: an acknowledged group lost, as replay says.
+        let d = tempfile::tempdir().unwrap();
+        let cp = CheckpointRecord {
+            journal_id: JID,
+            mark: 2,
+            durable: 6,
+            storage_epoch: 0,
+        };
+        let mut sector = cp.encode().to_vec();
+        sector.resize(SECTOR, 0);
+        std::fs::write(d.path().join("checkpoint"), sector).unwrap();
+        let mut damaged = group(1, 5, 6, 2);
+        damaged[200] ^= 0xff;
+        let seg = write_segment(
+            d.path(),
+            1,
+            &[group(1, 0, 1, 3), group(1, 3, 4, 2), damaged],
+        );
+        let (p, _) = judge(d.path());
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            (p[0].file.as_str(), p[0].offset),
+            (seg.to_str().unwrap(), Some(8192))
+        );
+        assert!(p[0].what.contains("up to 6 as fsynced"), "{p:?}");
     }
 
     #[test]

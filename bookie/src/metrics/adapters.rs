@@ -341,6 +341,26 @@ fn entrylog_samples(s: &mut Scrape, m: &EntryLogMetrics, dirs: &str) {
         &[],
         g(&m.corrupt_entries),
     );
+    s.counter(
+        "bookie_rs_entrylog_corrupt_segment_indexes",
+        &[],
+        g(&m.corrupt_segment_indexes),
+    );
+    // The scrubber (bookie/src/scrubber.rs): Java's two ScrubberStats counters, and ours.
+    s.counter("scrubber_detectedScrubErrors", &[], g(&m.scrub_findings));
+    s.counter(
+        "scrubber_detectedFatalScrubErrors",
+        &[],
+        g(&m.scrub_read_errors),
+    );
+    s.counter("bookie_rs_scrub_passes", &[], g(&m.scrub_passes));
+    s.counter("bookie_rs_scrub_bytes", &[], g(&m.scrub_bytes));
+    s.counter("bookie_rs_scrub_entries", &[], g(&m.scrub_entries));
+    s.gauge(
+        "bookie_rs_scrub_last_completed_timestamp_seconds",
+        &[],
+        g(&m.scrub_last_completed_unix_ms) as f64 / 1000.0,
+    );
     s.gauge(
         "bookie_ACTIVE_ENTRY_LOG_TOTAL",
         &[],

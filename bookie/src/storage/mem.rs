@@ -200,7 +200,7 @@ impl Checkpointer for MemJournal {
         Ok(vec![self.records.lock().len() as u64])
     }
 
-    fn checkpoint(&self, _mark: &[u64]) -> Result<(), StorageError> {
+    fn checkpoint(&self, _mark: &[u64], _storage_epoch: u64) -> Result<(), StorageError> {
         Ok(())
     }
 }

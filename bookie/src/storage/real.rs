@@ -10,6 +10,11 @@
 //!    not checkpointed, and the bookie starts read-only (docs/semantics.md §14);
 //! 4. only then return — the caller binds the port afterwards.
 //!
+//! [`open_manual`] does steps 1 and 2 on given disks ([`StorageDisks`], e.g. the simulated
+//! disk) with the journal's committers handed to the caller as drivers, for the
+//! whole-bookie simulation (bookie/tests/sim_bookie.rs); the caller runs step 3,
+//! [`flush_after_replay`], while it turns them.
+//!
 //! Wire ids are Java longs; the crates use `u64`. A negative ledger id is unknown to
 //! every read (`NoLedger`) and invalid for every write; negative entry ids are invalid
 //! for adds (they are the journal's meta-record ids in Java).
@@ -166,6 +171,17 @@ impl LedgerStorage for EntryLogStorage {
     fn flush(&self) -> Result<(), StorageError> {
         self.with(|log| log.flush())
     }
+
+    fn state_epoch(&self) -> u64 {
+        self.with(|log| Ok(log.durable_state_epoch())).unwrap_or(0)
+    }
+
+    fn checkpoint_confirmed(&self) {
+        let _ = self.with(|log| {
+            log.checkpoint_confirmed();
+            Ok(())
+        });
+    }
 }
 
 /// bk-journal as [`JournalSink`] and [`Checkpointer`].
@@ -259,7 +275,7 @@ impl Checkpointer for JournalAdapter {
         Ok(mark.seqs.iter().map(|s| s.0).collect())
     }
 
-    fn checkpoint(&self, mark: &[u64]) -> Result<(), StorageError> {
+    fn checkpoint(&self, mark: &[u64], storage_epoch: u64) -> Result<(), StorageError> {
         let guard = self.journal.read();
         let journal = guard
             .as_ref()
@@ -267,6 +283,7 @@ impl Checkpointer for JournalAdapter {
         journal
             .checkpoint_blocking(&JournalMark {
                 seqs: mark.iter().map(|s| Seq(*s)).collect(),
+                storage_epoch,
             })
             .map_err(StorageError::Journal)
     }
@@ -281,6 +298,9 @@ pub struct RealStorageConfig {
     pub journal: JournalConfig,
     pub entry_log: EntryLogConfig,
     pub disk: bk_disk::DiskConfig,
+    /// The chaos layer every journal and entry-log disk is wrapped in (docs/chaos.md);
+    /// `None` (chaos off): the real backend, unwrapped.
+    pub chaos: Option<Arc<bk_disk::chaos::Chaos>>,
 }
 
 /// What [`open`] returns: the store for the handlers, and the maintenance operations
@@ -336,6 +356,23 @@ impl RealStorage {
         self.entry_log.with(|log| log.dir_usages()).ok()
     }
 
+    /// One scrub pass over the entry log (bk_entrylog `EntryLog::scrub`; blocks: call it
+    /// from a blocking thread). The log stays open until it returns: cancel it first.
+    pub fn scrub(
+        &self,
+        rate: bk_entrylog::ScrubRate,
+        cancel: &Cancel,
+        progress: &bk_entrylog::ScrubProgress,
+    ) -> Result<bk_entrylog::ScrubReport, StorageError> {
+        self.entry_log.with(|log| log.scrub(rate, cancel, progress))
+    }
+
+    /// Every corruption detected since start, and how many the list had no room for;
+    /// `None` once the entry log is closed.
+    pub fn corruptions(&self) -> Option<(Vec<bk_entrylog::Corruption>, u64)> {
+        self.entry_log.with(|log| Ok(log.corruptions())).ok()
+    }
+
     /// Starts a GC round: ledgers first seen after this call survive the [`Self::gc`]
     /// that uses the token, whatever the metadata scan missed.
     pub fn begin_gc_scan(&self) -> Result<GcScanToken, StorageError> {
@@ -352,7 +389,24 @@ impl RealStorage {
         live: &dyn Fn(u64) -> bool,
         cancel: &Cancel,
     ) -> Result<GcReport, StorageError> {
-        self.entry_log.with(|log| log.gc_until(token, live, cancel))
+        let before = self.store.storage.state_epoch();
+        let report = self
+            .entry_log
+            .with(|log| log.gc_until(token, live, cancel))?;
+        self.record_state_epoch(before)?;
+        Ok(report)
+    }
+
+    /// After GC or compaction wrote a new ledger-state file (its epoch rose above `before`):
+    /// a checkpoint records the new epoch at once, so that an older copy of the state file
+    /// (one still listing a deleted ledger or a removed segment) is refused at start-up.
+    /// The window left is a crash between the state write and this checkpoint
+    /// (docs/durability.md §"Ledger state epochs").
+    fn record_state_epoch(&self, before: u64) -> Result<(), StorageError> {
+        if self.store.storage.state_epoch() > before {
+            self.store.flush_and_checkpoint()?;
+        }
+        Ok(())
     }
 
     /// Compacts segments whose live fraction is below `threshold`; stops within one read
@@ -366,8 +420,12 @@ impl RealStorage {
         max_time: Option<Duration>,
         cancel: &Cancel,
     ) -> Result<CompactionReport, StorageError> {
-        self.entry_log
-            .with(|log| log.compact_within(Some(threshold), max_time, cancel))
+        let before = self.store.storage.state_epoch();
+        let report = self
+            .entry_log
+            .with(|log| log.compact_within(Some(threshold), max_time, cancel))?;
+        self.record_state_epoch(before)?;
+        Ok(report)
     }
 
     /// Re-reads the space of the ledger directories and returns the storage mode the
@@ -404,38 +462,108 @@ impl crate::metrics::adapters::EntryLogSource for Arc<RealStorage> {
     }
 }
 
-/// Whether any journal directory holds a checkpoint with a mark above 0 (a checkpoint
-/// the bookie wrote after a flush; a fresh journal's mark is 0). A file that cannot be
-/// read says nothing here: `Journal::open` reports it.
-fn journal_has_checkpoint(dirs: &[PathBuf], disks: &bk_journal::DiskFactory, direct: bool) -> bool {
-    dirs.iter().enumerate().any(|(i, dir)| {
+/// What the journal checkpoints say about the entry log before it opens: whether any
+/// has a mark above 0 (a checkpoint the bookie wrote after a flush; a fresh journal's
+/// mark is 0), and the highest `ledgers.state` epoch one records as flushed. A file that
+/// cannot be read says nothing here: `Journal::open` reports it.
+fn journal_checkpoint_facts(
+    dirs: &[PathBuf],
+    disks: &bk_journal::DiskFactory,
+    direct: bool,
+) -> (bool, u64) {
+    let mut any = false;
+    let mut epoch = 0;
+    for (i, dir) in dirs.iter().enumerate() {
         let Ok(mut disk) = disks(i) else {
-            return false;
+            continue;
         };
         let path = dir.join(bk_journal::format::CHECKPOINT_FILE);
-        bk_disk::read_small_file(disk.as_mut(), &path, direct, 1 << 20)
+        if let Some(c) = bk_disk::read_small_file(disk.as_mut(), &path, direct, 1 << 20)
             .ok()
             .and_then(|b| bk_journal::format::CheckpointRecord::decode(&b).ok())
-            .is_some_and(|c| c.mark > 0)
-    })
+        {
+            any |= c.mark > 0;
+            epoch = epoch.max(c.storage_epoch);
+        }
+    }
+    (any, epoch)
+}
+
+/// The disks the storage runs on: the real backends (`config.disk`) for a bookie, a
+/// simulated disk (`bk_disk::SimFs`) for the whole-bookie simulation.
+#[derive(Clone)]
+pub struct StorageDisks {
+    pub entry_log: bk_entrylog::DiskFactory,
+    pub journal: bk_journal::DiskFactory,
+}
+
+impl StorageDisks {
+    /// The real backends `config.disk` names (io_uring or syscalls), one instance per
+    /// caller, wrapped in the chaos layer when `config.chaos` is set (docs/chaos.md).
+    pub fn real(config: &RealStorageConfig) -> StorageDisks {
+        let disk_config = config.disk;
+        let chaos = config.chaos.clone();
+        let open_one = move || {
+            let disk = bk_disk::open_disk(&disk_config)?.disk;
+            Ok(match &chaos {
+                Some(c) => bk_disk::chaos::wrap(disk, c),
+                None => disk,
+            })
+        };
+        let journal_one = open_one.clone();
+        StorageDisks {
+            entry_log: Arc::new(open_one),
+            journal: Arc::new(move |_index| journal_one()),
+        }
+    }
 }
 
 /// Opens the entry log, replays the journal into it, flushes and checkpoints (module
 /// docs). Blocking; call before binding the port.
 pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStorage, StorageError> {
-    let disk_config = config.disk;
-    let entry_log_disks: bk_entrylog::DiskFactory =
-        Arc::new(move || bk_disk::open_disk(&disk_config).map(|d| d.disk));
-    let journal_disks: bk_journal::DiskFactory =
-        Arc::new(move |_index| bk_disk::open_disk(&disk_config).map(|d| d.disk));
+    let (storage, _drivers) = open_parts(config, &StorageDisks::real(config), fatal, false)?;
+    flush_after_replay(&storage.store)?;
+    Ok(storage)
+}
+
+/// [`open`] on the given disks with the journal's committers driven by the caller
+/// (`bk_journal::Driver`, one per journal directory), for a deterministic simulation:
+/// nothing runs in a journal thread. Step 3 (flush and checkpoint) is left to the caller,
+/// who must turn the drivers while it runs on another thread ([`flush_after_replay`]);
+/// every other blocking call that reaches the journal (a flush's checkpoint,
+/// [`RealStorage::shutdown`]) needs the same.
+pub fn open_manual(
+    config: &RealStorageConfig,
+    disks: &StorageDisks,
+    fatal: FatalHandler,
+) -> Result<(RealStorage, Vec<bk_journal::Driver>), StorageError> {
+    open_parts(config, disks, fatal, true)
+}
+
+/// Steps 1 and 2 of the module docs; with `manual`, the journal is opened with drivers
+/// for the caller.
+fn open_parts(
+    config: &RealStorageConfig,
+    disks: &StorageDisks,
+    fatal: FatalHandler,
+    manual: bool,
+) -> Result<(RealStorage, Vec<bk_journal::Driver>), StorageError> {
+    let entry_log_disks = disks.entry_log.clone();
+    let journal_disks = disks.journal.clone();
     // A journal checkpoint above 0 follows a completed entry-log flush, which wrote
-    // `ledgers.state`: its absence then is a lost file, not a fresh bookie.
+    // `ledgers.state`: its absence then is a lost file, not a fresh bookie; and a state
+    // file older than the epoch a checkpoint records is an older copy put back.
     let mut entry_log_config = config.entry_log.clone();
-    entry_log_config.require_state_file = journal_has_checkpoint(
+    let (has_checkpoint, state_epoch) = journal_checkpoint_facts(
         &config.journal_dirs,
         &journal_disks,
         config.journal.direct_io,
     );
+    entry_log_config.require_state_file = has_checkpoint;
+    entry_log_config.min_state_epoch = state_epoch;
+    // The journal checkpoint after a flush can be deferred (full journal disk): only a
+    // persisted one may count towards dropping a tombstone.
+    entry_log_config.checkpoints_confirmed_by_caller = true;
     let log = EntryLog::open(
         config.ledger_dirs.clone(),
         entry_log_config,
@@ -445,7 +573,7 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
     let entry_log = Arc::new(EntryLogStorage::new(log));
     let mut replayed = 0u64;
     let mut replay_error: Option<StorageError> = None;
-    let (journal, _replay) = {
+    let (journal, _replay, drivers) = {
         let storage: &dyn LedgerStorage = entry_log.as_ref();
         let mut visit = |rec: &bk_journal::ReplayedRecord| -> Result<(), String> {
             let typed = rec.typed().map_err(|e| e.to_string())?;
@@ -487,13 +615,23 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
             replayed += 1;
             Ok(())
         };
-        Journal::open(
-            &config.journal_dirs,
-            config.journal.clone(),
-            journal_disks,
-            &mut visit,
-        )
-        .map_err(|e| match replay_error.take() {
+        let opened = if manual {
+            Journal::open_manual(
+                &config.journal_dirs,
+                config.journal.clone(),
+                journal_disks,
+                &mut visit,
+            )
+        } else {
+            Journal::open(
+                &config.journal_dirs,
+                config.journal.clone(),
+                journal_disks,
+                &mut visit,
+            )
+            .map(|(j, r)| (j, r, Vec::new()))
+        };
+        opened.map_err(|e| match replay_error.take() {
             Some(apply_failed) => apply_failed,
             None => StorageError::Journal(e),
         })?
@@ -505,22 +643,30 @@ pub fn open(config: &RealStorageConfig, fatal: FatalHandler) -> Result<RealStora
         vec![journal.clone()],
         fatal,
     );
-    // Make the replayed state durable in the entry log and trim the journal. On full
-    // ledger disks nothing is trimmed: the bookie comes up read-only, serving the
-    // replayed entries from the write cache, and the flusher retries.
-    match store.flush_and_checkpoint() {
-        Ok(()) => {}
-        Err(e) if e.is_no_space() => tracing::warn!(
-            error = %e,
+    Ok((
+        RealStorage {
+            store,
+            entry_log,
+            journal,
             replayed,
-            "ledger disks full at start-up: replayed entries stay in the write cache, the journal is not trimmed; starting read-only"
-        ),
-        Err(e) => return Err(e),
+        },
+        drivers,
+    ))
+}
+
+/// Step 3 of the module docs: makes the replayed state durable in the entry log and
+/// trims the journal. On full ledger disks nothing is trimmed: the bookie comes up
+/// read-only, serving the replayed entries from the write cache, and the flusher retries.
+pub fn flush_after_replay(store: &Store) -> Result<(), StorageError> {
+    match store.flush_and_checkpoint() {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_no_space() => {
+            tracing::warn!(
+                error = %e,
+                "ledger disks full at start-up: replayed entries stay in the write cache, the journal is not trimmed; starting read-only"
+            );
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
-    Ok(RealStorage {
-        store,
-        entry_log,
-        journal,
-        replayed,
-    })
 }

@@ -10,6 +10,7 @@
 pub mod authz;
 pub mod contexts;
 pub mod error;
+pub mod jks;
 pub mod names;
 pub mod refresh;
 pub mod server_config;

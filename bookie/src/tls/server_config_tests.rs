@@ -1,6 +1,6 @@
 //! Tests of `tls::server_config`, `tls::stores` and `tls::refresh`: every start-up rule of docs/tls.md §2,
 //! with certificates made by rcgen, and with `openssl` / `keytool` where a real PKCS#12,
-//! JKS, v1 certificate or encrypted / PKCS#1 / SEC1 key file is needed (both tools are
+//! JKS, JCEKS, v1 certificate or encrypted / PKCS#1 / SEC1 key file is needed (both tools are
 //! required: a missing tool fails the test, it is not skipped).
 
 use std::path::{Path, PathBuf};
@@ -56,6 +56,52 @@ impl Pki {
 
     fn valid_leaf(&self, leaf: &str) {
         self.ca_and_leaf(leaf, (2000, 1, 1), (2999, 1, 1));
+    }
+
+    /// `store` (of `kind`, password `password`) holding `ca.crt` as the trusted entry `ca`
+    /// (keytool -importcert).
+    fn trust_store_of_ca(&self, store: &str, kind: &str, password: &str) {
+        self.run(
+            "keytool",
+            &[
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "ca",
+                "-file",
+                "ca.crt",
+                "-keystore",
+                store,
+                "-storetype",
+                kind,
+                "-storepass",
+                password,
+            ],
+        );
+    }
+
+    /// `src` (of `src_kind`) converted into `dest` (of `dest_kind`) by keytool, both with
+    /// password `secret`.
+    fn convert_store(&self, src: &str, src_kind: &str, dest: &str, dest_kind: &str) {
+        self.run(
+            "keytool",
+            &[
+                "-importkeystore",
+                "-noprompt",
+                "-srckeystore",
+                src,
+                "-srcstoretype",
+                src_kind,
+                "-srcstorepass",
+                "secret",
+                "-destkeystore",
+                dest,
+                "-deststoretype",
+                dest_kind,
+                "-deststorepass",
+                "secret",
+            ],
+        );
     }
 
     /// Runs a tool in the directory; it must succeed.
@@ -351,23 +397,7 @@ fn pkcs12_files(pki: &Pki) {
             "pass:secret",
         ],
     );
-    pki.run(
-        "keytool",
-        &[
-            "-importcert",
-            "-noprompt",
-            "-alias",
-            "ca",
-            "-file",
-            "ca.crt",
-            "-keystore",
-            "trust-keytool.p12",
-            "-storetype",
-            "PKCS12",
-            "-storepass",
-            "secret",
-        ],
-    );
+    pki.trust_store_of_ca("trust-keytool.p12", "PKCS12", "secret");
 }
 
 fn store_settings(pki: &Pki, kind: StoreType) -> TlsSettings {
@@ -384,6 +414,17 @@ fn store_settings(pki: &Pki, kind: StoreType) -> TlsSettings {
     }
 }
 
+/// `s` is refused naming tlsKeyStore as opened with a wrong password, and the password's key.
+fn assert_wrong_key_store_password(s: &TlsSettings) {
+    let e = err(s);
+    assert!(
+        e.key == "tlsKeyStore"
+            && e.reason.contains("wrong store password")
+            && e.reason.contains("tlsKeyStorePasswordPath"),
+        "{e}"
+    );
+}
+
 #[test]
 fn pkcs12_stores_load_also_under_type_jks_and_a_wrong_password_is_named() {
     let pki = Pki::new();
@@ -393,13 +434,7 @@ fn pkcs12_stores_load_also_under_type_jks_and_a_wrong_password_is_named() {
     build_server_config(&store_settings(&pki, StoreType::Jks)).unwrap();
     let mut s = store_settings(&pki, StoreType::Pkcs12);
     s.key_store_password_path = kp("tlsKeyStorePasswordPath", pki.write("bad.pw", "nope"));
-    let e = err(&s);
-    assert!(
-        e.key == "tlsKeyStore"
-            && e.reason.contains("wrong store password")
-            && e.reason.contains("tlsKeyStorePasswordPath"),
-        "{e}"
-    );
+    assert_wrong_key_store_password(&s);
 }
 
 #[test]
@@ -417,33 +452,63 @@ fn a_trust_store_without_javas_trusted_attribute_has_no_entry_and_says_why() {
     );
 }
 
-#[test]
-fn a_real_jks_store_is_refused_with_the_conversion_command() {
-    let pki = Pki::new();
-    pkcs12_files(&pki);
-    pki.run(
-        "keytool",
-        &[
-            "-importcert",
-            "-noprompt",
-            "-alias",
-            "ca",
-            "-file",
-            "ca.crt",
-            "-keystore",
-            "trust.jks",
-            "-storetype",
-            "JKS",
-            "-storepass",
-            "secret",
-        ],
+/// `bookie.jks` (the PKCS#12 key store converted by keytool) and `trust.jks` (the CA as a
+/// trusted entry), both real JKS files with password `secret`.
+fn jks_files(pki: &Pki) {
+    pkcs12_files(pki);
+    pki.convert_store("bookie.p12", "PKCS12", "bookie.jks", "JKS");
+    pki.trust_store_of_ca("trust.jks", "JKS", "secret");
+    assert_eq!(
+        &std::fs::read(pki.path("bookie.jks")).unwrap()[..4],
+        [0xfe, 0xed, 0xfe, 0xed]
     );
+}
+
+#[test]
+fn real_jks_stores_load_under_either_store_type_and_a_wrong_password_is_named() {
+    let pki = Pki::new();
+    jks_files(&pki);
+    for kind in [StoreType::Jks, StoreType::Pkcs12] {
+        let mut s = store_settings(&pki, kind);
+        s.key_store = kp("tlsKeyStore", pki.path("bookie.jks"));
+        s.trust_store = kp("tlsTrustStore", pki.path("trust.jks"));
+        build_server_config(&s).unwrap();
+    }
     let mut s = store_settings(&pki, StoreType::Jks);
-    s.trust_store = kp("tlsTrustStore", pki.path("trust.jks"));
+    s.key_store = kp("tlsKeyStore", pki.path("bookie.jks"));
+    s.key_store_password_path = kp("tlsKeyStorePasswordPath", pki.write("bad.pw", "nope"));
+    assert_wrong_key_store_password(&s);
+}
+
+#[test]
+fn a_trust_store_holding_only_a_private_key_trusts_its_certificate_as_java_does() {
+    // JDK 17's PKIX trust manager takes the leaf of every key entry: a key store given as
+    // trust store trusts the bookie's own certificate (and so clients presenting it).
+    let pki = Pki::new();
+    jks_files(&pki);
+    for (kind, file) in [
+        (StoreType::Jks, "bookie.jks"),
+        (StoreType::Pkcs12, "bookie.p12"),
+    ] {
+        let mut s = store_settings(&pki, kind);
+        s.trust_store = kp("tlsTrustStore", pki.path(file));
+        s.trust_store_password_path =
+            kp("tlsTrustStorePasswordPath", pki.write("ts2.pw", "secret"));
+        build_server_config(&s).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+}
+
+#[test]
+fn a_jceks_store_is_refused_with_the_conversion_command() {
+    let pki = Pki::new();
+    jks_files(&pki);
+    pki.convert_store("bookie.p12", "PKCS12", "bookie.jceks", "JCEKS");
+    let mut s = store_settings(&pki, StoreType::Jks);
+    s.key_store = kp("tlsKeyStore", pki.path("bookie.jceks"));
     let e = err(&s);
     assert!(
-        e.key == "tlsTrustStore"
-            && e.reason.contains("JKS")
+        e.key == "tlsKeyStore"
+            && e.reason.contains("JCEKS")
             && e.reason.contains("keytool -importkeystore"),
         "{e}"
     );
@@ -471,31 +536,22 @@ fn unusable_cipher_and_protocol_names_fail_naming_their_key() {
 #[test]
 fn the_admin_port_opens_its_trust_store_with_the_key_store_password() {
     let pki = Pki::new();
-    pkcs12_files(&pki);
-    let mut h = HttpTlsSettings {
-        key_store: kp("httpServerKeyStorePath", pki.path("bookie.p12")),
+    jks_files(&pki);
+    // Vert.x's JksOptions: real JKS stores, the Java default for these keys.
+    let jks = HttpTlsSettings {
+        key_store: kp("httpServerKeyStorePath", pki.path("bookie.jks")),
         key_store_password: "secret".into(),
-        trust_store: kp("httpServerTrustStorePath", pki.path("trust-keytool.p12")),
+        trust_store: kp("httpServerTrustStorePath", pki.path("trust.jks")),
         trust_store_password_set: true,
     };
+    build_http_server_config(&jks).unwrap();
+    let mut h = HttpTlsSettings {
+        key_store: kp("httpServerKeyStorePath", pki.path("bookie.p12")),
+        trust_store: kp("httpServerTrustStorePath", pki.path("trust-keytool.p12")),
+        ..jks
+    };
     build_http_server_config(&h).unwrap();
-    pki.run(
-        "keytool",
-        &[
-            "-importcert",
-            "-noprompt",
-            "-alias",
-            "ca",
-            "-file",
-            "ca.crt",
-            "-keystore",
-            "trust-other.p12",
-            "-storetype",
-            "PKCS12",
-            "-storepass",
-            "other-pw",
-        ],
-    );
+    pki.trust_store_of_ca("trust-other.p12", "PKCS12", "other-pw");
     h.trust_store = kp("httpServerTrustStorePath", pki.path("trust-other.p12"));
     let e = build_http_server_config(&h).unwrap_err();
     assert!(

@@ -10,11 +10,13 @@
 //!   password; stores use the trimmed text; a PEM key tries the bytes as they are, then
 //!   trimmed (Java uses them untrimmed; trying both is a superset);
 //! * store files are sniffed, whatever the type key says (JDK 17 loads a PKCS12 file under
-//!   type JKS): `30` = PKCS#12 is read; `FE ED FE ED` (JKS) and `CE CE CE CE` (JCEKS) are
-//!   refused naming the key, with the `keytool` command that converts them;
-//! * a PKCS#12 key store gives its first private key with the certificates that chain from
-//!   it; a PKCS#12 trust store counts only certificate bags carrying Oracle's trusted-key-usage
-//!   attribute, as Java does, and fails with a hint when none is left;
+//!   type JKS and a JKS file under type PKCS12): `30` = PKCS#12 and `FE ED FE ED` = JKS
+//!   (`tls::jks`) are read; `CE CE CE CE` (JCEKS) is refused naming the key, with the
+//!   `keytool` command that converts it;
+//! * a key store gives its first private key with its certificate chain; a trust store gives
+//!   what Java's PKIX trust manager takes from it: every trusted certificate entry (in
+//!   PKCS#12, only certificate bags carrying Oracle's trusted-key-usage attribute) and the
+//!   leaf of every private key entry; it fails with a hint when nothing is left;
 //! * every error names the key whose file is at fault (missing, unreadable, bad PEM, wrong
 //!   password, no key, no certificate).
 
@@ -27,6 +29,7 @@ use rustls_pki_types::{
 use x509_parser::pem::Pem;
 
 use super::error::TlsError;
+use super::jks::{JksError, JksStore};
 use super::settings::{KeyedPath, StoreType};
 
 /// Largest key, certificate, store or password file read (real ones are a few KiB).
@@ -203,52 +206,59 @@ fn sniff(bytes: &[u8]) -> StoreFormat {
     }
 }
 
-/// Opens a PKCS#12 store file (sniffed; JKS/JCEKS refused with the conversion command).
-fn open_pkcs12(
-    file: &KeyedPath,
-    password: &str,
-    password_keys: &str,
-) -> Result<Pkcs12Archive, TlsError> {
+/// An opened key or trust store.
+enum Store {
+    Pkcs12(Pkcs12Archive),
+    Jks(JksStore),
+}
+
+/// Opens a store file, sniffed (PKCS#12 or JKS; JCEKS refused with the conversion command).
+fn open_store(file: &KeyedPath, password: &str, password_keys: &str) -> Result<Store, TlsError> {
     let bytes = read_file(file.key, &file.path)?;
     let p = file.path.display();
-    match sniff(&bytes) {
-        StoreFormat::Pkcs12 => {}
-        f @ (StoreFormat::Jks | StoreFormat::Jceks) => {
-            return Err(TlsError::file(
-                file.key,
-                &file.path,
-                format!(
-                    "a {} key store, which bookie-rs cannot read; convert it to PKCS12 with \
-                     `keytool -importkeystore -srckeystore {p} -destkeystore {p}.p12 \
-                     -deststoretype PKCS12` and name the .p12 file here",
-                    if f == StoreFormat::Jks {
-                        "JKS"
-                    } else {
-                        "JCEKS"
-                    }
-                ),
-            ))
-        }
-        StoreFormat::Unknown => {
-            return Err(TlsError::file(
-                file.key,
-                &file.path,
-                "not a PKCS12 or JKS store (a PEM file needs the store type PEM)",
-            ))
-        }
-    }
-    Pkcs12Archive::from_pkcs12(&bytes, password).map_err(|e| match e {
-        p12_keystore::error::Error::MacError(_) => TlsError::file(
+    let wrong_password = || {
+        TlsError::file(
             file.key,
             &file.path,
             format!("wrong store password ({password_keys})"),
-        ),
-        e => TlsError::file(
+        )
+    };
+    match sniff(&bytes) {
+        StoreFormat::Pkcs12 => Pkcs12Archive::from_pkcs12(&bytes, password)
+            .map(Store::Pkcs12)
+            .map_err(|e| match e {
+                p12_keystore::error::Error::MacError(_) => wrong_password(),
+                e => TlsError::file(
+                    file.key,
+                    &file.path,
+                    format!("cannot read the PKCS12 store: {e}"),
+                ),
+            }),
+        StoreFormat::Jks => JksStore::open(&bytes, password)
+            .map(Store::Jks)
+            .map_err(|e| match e {
+                JksError::WrongPassword => TlsError::file(
+                    file.key,
+                    &file.path,
+                    format!("wrong store password ({password_keys}), or the JKS store was altered"),
+                ),
+                e => TlsError::file(file.key, &file.path, e.to_string()),
+            }),
+        StoreFormat::Jceks => Err(TlsError::file(
             file.key,
             &file.path,
-            format!("cannot read the PKCS12 store: {e}"),
-        ),
-    })
+            format!(
+                "a JCEKS key store, which bookie-rs cannot read; convert it to PKCS12 with \
+                 `keytool -importkeystore -srckeystore {p} -srcstoretype JCEKS -destkeystore \
+                 {p}.p12 -deststoretype PKCS12` and name the .p12 file here"
+            ),
+        )),
+        StoreFormat::Unknown => Err(TlsError::file(
+            file.key,
+            &file.path,
+            "not a PKCS12 or JKS store (a PEM file needs the store type PEM)",
+        )),
+    }
 }
 
 /// The bookie's key and chain: PEM (`key_store` = key file, `certificate` = chain file) or a
@@ -284,21 +294,44 @@ pub fn own_key(
         StoreType::Jks | StoreType::Pkcs12 => {
             let pw = store_password(password_file)?;
             let keys = password_file.map_or(store.key, |f| f.key);
-            let archive = open_pkcs12(store, &pw, keys)?;
-            own_key_of_archive(store, archive)
+            own_key_of_store(store, open_store(store, &pw, keys)?)
         }
     }
 }
 
-/// An own key from a PKCS#12 archive opened with `password` (the admin port's inline
-/// password).
+/// An own key from a store opened with `password` (the admin port's inline password).
 pub fn own_key_inline(
     store: &KeyedPath,
     password: &str,
     password_key: &str,
 ) -> Result<OwnKey, TlsError> {
-    let archive = open_pkcs12(store, password, password_key)?;
-    own_key_of_archive(store, archive)
+    own_key_of_store(store, open_store(store, password, password_key)?)
+}
+
+fn own_key_of_store(store: &KeyedPath, opened: Store) -> Result<OwnKey, TlsError> {
+    match opened {
+        Store::Pkcs12(archive) => own_key_of_archive(store, archive),
+        Store::Jks(jks) => {
+            let no_key =
+                || TlsError::file(store.key, &store.path, "no private key entry in the store");
+            let key = jks
+                .first_private_key()
+                .ok_or_else(no_key)?
+                .map_err(|e| TlsError::file(store.key, &store.path, e.to_string()))?;
+            if key.chain.is_empty() {
+                return Err(TlsError::file(
+                    store.key,
+                    &store.path,
+                    "no certificate for the private key in the store",
+                ));
+            }
+            Ok(OwnKey {
+                chain: key.chain.into_iter().map(CertificateDer::from).collect(),
+                key: PrivatePkcs8KeyDer::from(key.pkcs8).into(),
+                cert_key: store.key,
+            })
+        }
+    }
 }
 
 fn own_key_of_archive(store: &KeyedPath, archive: Pkcs12Archive) -> Result<OwnKey, TlsError> {
@@ -361,28 +394,51 @@ pub fn trust_anchors(
     if kind == StoreType::Pem {
         return pem_certificates(trust_store.key, &trust_store.path);
     }
-    let archive = open_pkcs12(trust_store, password, password_keys)?;
-    let trusted: Vec<CertificateDer<'static>> = archive
-        .certs
-        .iter()
-        .filter(|c| c.trusted)
-        .map(|c| CertificateDer::from(c.cert.as_der().to_vec()))
-        .collect();
+    let (trusted, entries): (Vec<CertificateDer<'static>>, usize) =
+        match open_store(trust_store, password, password_keys)? {
+            Store::Pkcs12(archive) => (pkcs12_trusted(&archive), archive.certs.len()),
+            Store::Jks(jks) => {
+                let certs = jks.trusted_certs();
+                let n = jks.entries.len();
+                (certs.into_iter().map(CertificateDer::from).collect(), n)
+            }
+        };
     if trusted.is_empty() {
         return Err(TlsError::file(
             trust_store.key,
             &trust_store.path,
             format!(
-                "no trusted certificate entry ({} certificate bag(s) without Java's \
-                 trusted-key-usage attribute, which Java ignores too); stores made with \
-                 `openssl pkcs12 -export -nokeys` have none: make it with `keytool -importcert \
-                 -alias ca -file ca.crt -keystore trust.p12 -storetype PKCS12`, or use the PEM \
-                 CA file with the store type PEM",
-                archive.certs.len()
+                "no trusted certificate entry ({entries} certificate bag(s) or entries, none \
+                 a private key's or carrying Java's trusted-key-usage attribute, which Java \
+                 ignores too); stores made with `openssl pkcs12 -export -nokeys` have none: \
+                 make it with `keytool -importcert -alias ca -file ca.crt -keystore trust.p12 \
+                 -storetype PKCS12`, or use the PEM CA file with the store type PEM"
             ),
         ));
     }
     Ok(trusted)
+}
+
+/// What Java's PKIX trust manager takes from a PKCS#12 store: the certificate bags with
+/// the trusted-key-usage attribute, and the leaf of each private key (the certificate of the
+/// key's local key id), as JDK 17's `TrustStoreUtil.getTrustedCerts`.
+fn pkcs12_trusted(archive: &Pkcs12Archive) -> Vec<CertificateDer<'static>> {
+    let key_ids: Vec<&[u8]> = archive
+        .keys
+        .iter()
+        .filter_map(|k| k.local_key_id.as_ref().map(|id| id.0.as_slice()))
+        .collect();
+    archive
+        .certs
+        .iter()
+        .filter(|c| {
+            c.trusted
+                || c.local_key_id
+                    .as_deref()
+                    .is_some_and(|id| key_ids.contains(&id))
+        })
+        .map(|c| CertificateDer::from(c.cert.as_der().to_vec()))
+        .collect()
 }
 
 /// The trimmed password of a trust store's password file (ignored for PEM).
