@@ -4,7 +4,8 @@
 //!
 //! Shapes: `list` `{"<ledger id>": null, ...}` in ledger-id order (a failed or partial scan
 //! is a 500, never a shorter list); `?print_metadata=true` gives each ledger's znode as a
-//! UTF-8 string (Java's `serDe.serialize`, the same bytes), with `&decode_meta=true` the
+//! string decoded as Java's `new String(serDe.serialize(md), UTF_8)` decodes it (the same
+//! bytes; java_string.rs has why Rust's lossy decoding would differ), with `&decode_meta=true` the
 //! metadata JSON, `&page=p` 100 per page as Java counts them.
 //! `metadata?ledger_id=N`: `{"<id>": <metadata>}` (`ledger_metadata` has the keys); 404 without `ledger_id` or on another method (as Java); 500 for a ledger
 //! without metadata, metadata we cannot decode, or a malformed id (Java throws: its HTTP
@@ -94,7 +95,7 @@ pub(super) async fn list(
                 }
             }
         } else {
-            Value::String(String::from_utf8_lossy(&data).into_owned())
+            Value::String(super::java_string::utf8_lossy(&data))
         };
         out.insert(id.to_string(), value);
     }

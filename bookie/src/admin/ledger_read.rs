@@ -161,7 +161,10 @@ pub(super) async fn read(
                 ),
             );
         }
-        out.insert(entry.to_string(), Value::String(us_ascii(&payload)));
+        out.insert(
+            entry.to_string(),
+            Value::String(super::java_string::us_ascii(&payload)),
+        );
     }
     json(StatusCode::OK, &Value::Object(out))
 }
@@ -206,21 +209,5 @@ pub(super) async fn read_entry(
             "reading entry {entry} of ledger {ledger} from this bookie: {:?}",
             other.status()
         )),
-    }
-}
-
-/// Java's `new String(bytes, US_ASCII)`: bytes >= 0x80 decode to U+FFFD.
-fn us_ascii(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|&b| if b < 0x80 { b as char } else { '\u{FFFD}' })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn us_ascii_replaces_high_bytes() {
-        assert_eq!(super::us_ascii(b"ab\x80c\xff"), "ab\u{FFFD}c\u{FFFD}");
     }
 }

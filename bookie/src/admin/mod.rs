@@ -40,6 +40,7 @@ mod config;
 mod decommission;
 mod entry_location;
 mod expand_storage;
+mod java_string;
 mod ledger;
 pub mod ledger_metadata;
 mod ledger_read;
