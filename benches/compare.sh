@@ -32,6 +32,8 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 RESULTS="$DIR/results"
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
+# shellcheck source=lib/java-bookie.sh
+. "$ROOT/benches/lib/java-bookie.sh"
 log() { echo "compare.sh: $*" >&2; }
 
 # ---- 0. pieces ---------------------------------------------------------------------------
@@ -120,48 +122,11 @@ start_all() {
   OURS_PID=$!
   PIDS+=("$OURS_PID")
 
-  # ---- 3. ZooKeeper + the stock Java bookie ---------------------------------------------------
+  # ---- 3. ZooKeeper + the stock Java bookie (benches/lib/java-bookie.sh) ----------------------
   log "starting ZooKeeper on :$ZK_PORT and the Java bookie on :$JAVA_PORT"
-  java -Xmx256m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist=ruok \
-    -cp "$CP" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$DIR/zk" >"$DIR/zk.log" 2>&1 &
-  PIDS+=("$!")
-  for _ in $(seq 1 100); do
-    # (bounded: a ZooKeeper that accepts before it serves would leave `cat` waiting)
-    r=$(timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && echo ruok >&3 && cat <&3' 2>/dev/null || true)
-    [[ "$r" == imok ]] && break
-    sleep 0.2
-  done
-  [[ "${r:-}" == imok ]] || die "ZooKeeper did not start (log: $DIR/zk.log)"
-
-  cat >"$DIR/java/bk_server.conf" <<EOF
-# Equivalent settings to our bookie: journal written and fsynced before every ack.
-bookiePort=$JAVA_PORT
-advertisedAddress=127.0.0.1
-allowLoopback=true
-journalDirectories=$DIR/java/journal
-ledgerDirectories=$DIR/java/ledgers
-metadataServiceUri=zk+hierarchical://127.0.0.1:$ZK_PORT/ledgers
-zkServers=127.0.0.1:$ZK_PORT
-journalWriteData=true
-journalSyncData=true
-ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
-nettyMaxFrameSizeBytes=5253120
-httpServerEnabled=false
-diskUsageThreshold=0.99
-diskUsageWarnThreshold=0.98
-dbStorage_writeCacheMaxSizeMb=256
-dbStorage_readAheadCacheMaxSizeMb=256
-EOF
-  cat >"$DIR/java/log4j2.xml" <<'EOF'
-<Configuration status="warn"><Appenders><Console name="c" target="SYSTEM_OUT"><PatternLayout pattern="%d %p %c{1} %m%n"/></Console></Appenders>
-<Loggers><Root level="warn"><AppenderRef ref="c"/></Root></Loggers></Configuration>
-EOF
-  JAVA_OPTS=(-Xms1g -Xmx1g -XX:MaxDirectMemorySize=1g -Dlog4j2.configurationFile="$DIR/java/log4j2.xml")
-  java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.bookie.BookieShell -conf "$DIR/java/bk_server.conf" \
-    initnewcluster >"$DIR/java-init.log" 2>&1 || die "Java metadata init (BookieShell initnewcluster) failed (log: $DIR/java-init.log)"
-  java "${JAVA_OPTS[@]}" -cp "$CP" org.apache.bookkeeper.server.Main --conf "$DIR/java/bk_server.conf" >"$DIR/java.log" 2>&1 &
-  JAVA_PID=$!
-  PIDS+=("$JAVA_PID")
+  jb_start_zk "$DIR" "$ZK_PORT" "$CP"
+  jb_write_conf "$DIR" "$JAVA_PORT" "$ZK_PORT"
+  jb_start_java "$DIR" "$CP"
 
   wait_ready ours "$OURS_PORT" "$OURS_PID"
   wait_ready java "$JAVA_PORT" "$JAVA_PID"

@@ -6,6 +6,10 @@
 //! FIFO per key (two reads of the same entry may be in flight), v2 batch reads by requestId,
 //! v3 by txnId. Responses may arrive in any order.
 //!
+//! With TLS (a job's `tls_ca`), the connection is upgraded by tls.rs before the first request;
+//! the reader and writer are generic over the stream halves, so the plain path keeps its
+//! `TcpStream` halves with no indirection per request.
+//!
 //! Invariants:
 //! - Every request ends: with the bookie's answer, with `Timeout` after its deadline, or with
 //!   `ConnectionLost` when the connection fails (every outstanding request is failed at once,
@@ -23,8 +27,9 @@ use bk_proto::v2::{self, ErrorCode, Flags};
 use bk_proto::v3;
 use bk_proto::{FrameDecoder, MasterKey};
 use bytes::{Bytes, BytesMut};
+use rustls::ClientConfig;
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -108,6 +113,9 @@ pub struct Connection {
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     tasks: Vec<JoinHandle<()>>,
+    /// With TLS: the negotiated protocol version and cipher suite, e.g. "TLSv1_3
+    /// TLS13_AES_128_GCM_SHA256".
+    tls_session: Option<String>,
 }
 
 fn lock(p: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
@@ -132,8 +140,13 @@ fn kill(pending: &Mutex<Pending>, reason: &str) {
 }
 
 impl Connection {
-    /// Connects (5 s limit) and starts the reader and writer tasks.
-    pub async fn connect(addr: &str, protocol: Protocol) -> Result<Connection, String> {
+    /// Connects (5 s limit), upgrades to TLS when `tls` is given (tls.rs), and starts the
+    /// reader and writer tasks.
+    pub async fn connect(
+        addr: &str,
+        protocol: Protocol,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Connection, String> {
         let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
             .await
             .map_err(|_| format!("cannot connect to bookie {addr}: timed out after 5s"))?
@@ -141,18 +154,34 @@ impl Connection {
         stream
             .set_nodelay(true)
             .map_err(|e| format!("{addr}: set TCP_NODELAY: {e}"))?;
-        let (rd, wr) = stream.into_split();
         let pending = Arc::new(Mutex::new(Pending::default()));
         let (tx, rx) = mpsc::channel::<OutFrame>(SEND_QUEUE_FRAMES);
-        let writer = tokio::spawn(write_loop(wr, rx, pending.clone(), addr.to_string()));
-        let reader = tokio::spawn(read_loop(rd, protocol, pending.clone(), addr.to_string()));
+        let mut tls_session = None;
+        let (writer, reader) = match tls {
+            None => {
+                let (rd, wr) = stream.into_split();
+                spawn_loops(rd, wr, rx, protocol, &pending, addr)
+            }
+            Some(config) => {
+                let tls = crate::tls::start_tls(stream, addr, config).await?;
+                tls_session = Some(crate::tls::session_summary(tls.get_ref().1));
+                let (rd, wr) = tokio::io::split(tls);
+                spawn_loops(rd, wr, rx, protocol, &pending, addr)
+            }
+        };
         Ok(Connection {
             protocol,
             tx,
             pending,
             next_id: AtomicU64::new(1),
             tasks: vec![writer, reader],
+            tls_session,
         })
+    }
+
+    /// With TLS: the negotiated protocol version and cipher suite.
+    pub fn tls_session(&self) -> Option<&str> {
+        self.tls_session.as_deref()
     }
 
     /// Whether the connection has failed, and why.
@@ -351,6 +380,23 @@ impl Drop for Connection {
     }
 }
 
+fn spawn_loops<R, W>(
+    rd: R,
+    wr: W,
+    rx: mpsc::Receiver<OutFrame>,
+    protocol: Protocol,
+    pending: &Arc<Mutex<Pending>>,
+    addr: &str,
+) -> (JoinHandle<()>, JoinHandle<()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let writer = tokio::spawn(write_loop(wr, rx, pending.clone(), addr.to_string()));
+    let reader = tokio::spawn(read_loop(rd, protocol, pending.clone(), addr.to_string()));
+    (writer, reader)
+}
+
 fn encode_v3(req: &v3::Request) -> Result<OutFrame, RequestError> {
     let mut buf = BytesMut::new();
     v3::encode_request(req, &mut buf)
@@ -361,8 +407,8 @@ fn encode_v3(req: &v3::Request) -> Result<OutFrame, RequestError> {
     })
 }
 
-async fn write_loop(
-    wr: tokio::net::tcp::OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
     mut rx: mpsc::Receiver<OutFrame>,
     pending: Arc<Mutex<Pending>>,
     addr: String,
@@ -387,8 +433,8 @@ async fn write_loop(
     }
 }
 
-async fn read_loop(
-    mut rd: tokio::net::tcp::OwnedReadHalf,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut rd: R,
     protocol: Protocol,
     pending: Arc<Mutex<Pending>>,
     addr: String,

@@ -142,12 +142,25 @@ impl Job {
         groupid: usize,
         shared_ids: Arc<LedgerIdAlloc>,
     ) -> Result<Arc<Job>, String> {
+        let tls = match &spec.tls_ca {
+            None => None,
+            Some(ca) => {
+                let identity = spec.tls_cert.as_deref().zip(spec.tls_key.as_deref());
+                Some(
+                    crate::tls::client_config(ca, identity)
+                        .map_err(|e| format!("job '{}': {e}", spec.name))?,
+                )
+            }
+        };
         let mut conns = Vec::new();
         for c in 0..spec.connections {
             for b in &spec.bookies {
-                let conn = Connection::connect(b, spec.protocol)
+                let conn = Connection::connect(b, spec.protocol, tls.as_ref())
                     .await
                     .map_err(|e| format!("job '{}': {e} (connection {})", spec.name, c + 1))?;
+                if let (0, Some(session)) = (c, conn.tls_session()) {
+                    eprintln!("bkbench: job '{}': TLS to {b}: {session}", spec.name);
+                }
                 conns.push(Arc::new(conn));
             }
         }

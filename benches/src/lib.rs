@@ -2,9 +2,9 @@
 //! `bkbench` binary (main.rs) and the end-to-end tests (benches/tests/).
 //!
 //! Map: options.rs (option table, value parsers, typed JobSpec) -> jobfile.rs (INI files,
-//! command line, groups) -> job.rs (runs a job over client.rs connections, paced by
-//! ratelimit.rs, measured by stats.rs) -> report.rs (text, JSON, CSV) and chart.rs (SVG);
-//! compare.rs builds the ours-vs-Java-vs-fio table.
+//! command line, groups) -> job.rs (runs a job over client.rs connections, upgraded to TLS by
+//! tls.rs, paced by ratelimit.rs, measured by stats.rs) -> report.rs (text, JSON, CSV) and
+//! chart.rs (SVG); compare.rs builds the ours-vs-Java-vs-fio table.
 
 // A benchmark tool, not the bookie: it writes reports and scratch directories with std::fs
 // directly, so it is exempt from ARCHITECTURE.md invariant 1 (see clippy.toml).
@@ -19,3 +19,4 @@ pub mod options;
 pub mod ratelimit;
 pub mod report;
 pub mod stats;
+pub mod tls;

@@ -194,6 +194,12 @@ pub struct JobSpec {
     pub timeout: Duration,
     pub stonewall: bool,
     pub write_lat_log: Option<String>,
+    /// PEM CA bundle the bookie's certificate must chain to; `Some` = START_TLS + TLS.
+    pub tls_ca: Option<String>,
+    /// PEM certificate chain presented to the bookie (mutual TLS), with `tls_key`.
+    pub tls_cert: Option<String>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert`.
+    pub tls_key: Option<String>,
 }
 
 fn ser_dur<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -374,6 +380,24 @@ pub const OPTIONS: &[OptionDoc] = &[
         default: "",
         help: "write PREFIX_<job>.csv (per-second rates and latency) and PREFIX_<job>.svg (chart)",
     },
+    OptionDoc {
+        name: "tls_ca",
+        syntax: "FILE",
+        default: "",
+        help: "TLS: PEM CA bundle the bookie's certificate must chain to (turns START_TLS + TLS on)",
+    },
+    OptionDoc {
+        name: "tls_cert",
+        syntax: "FILE",
+        default: "",
+        help: "mutual TLS: PEM client certificate chain, leaf first (needs tls_key and tls_ca)",
+    },
+    OptionDoc {
+        name: "tls_key",
+        syntax: "FILE",
+        default: "",
+        help: "mutual TLS: PEM private key of tls_cert (PKCS#8, PKCS#1 or SEC1)",
+    },
 ];
 
 /// Parses a size: `4096`, `4k`, `1M`, `5mib`, `2g` (binary multipliers).
@@ -528,6 +552,9 @@ impl JobSpec {
             timeout: Duration::from_secs(30),
             stonewall: false,
             write_lat_log: None,
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 
@@ -557,7 +584,8 @@ impl JobSpec {
 
 impl Builder {
     fn apply(&mut self, opt: &RawOption) -> Result<(), OptionError> {
-        let key = opt.key.trim().to_ascii_lowercase();
+        // `--tls-ca` and `tls_ca` are the same key (fio's keys use `_`).
+        let key = opt.key.trim().to_ascii_lowercase().replace('-', "_");
         let doc = OPTIONS
             .iter()
             .find(|d| d.name == key)
@@ -705,6 +733,14 @@ impl Builder {
                     Some(value.clone())
                 }
             }
+            "tls_ca" | "tls_cert" | "tls_key" => {
+                let path = (!value.is_empty()).then(|| value.clone());
+                match name {
+                    "tls_ca" => s.tls_ca = path,
+                    "tls_cert" => s.tls_cert = path,
+                    _ => s.tls_key = path,
+                }
+            }
             other => {
                 return Err(OptionError::Unknown {
                     key: other.to_string(),
@@ -758,6 +794,20 @@ impl Builder {
                 "{} reads, but there is nothing to read: set prefill=SIZE ({})",
                 self.origin("rw"),
                 self.origin("prefill")
+            )));
+        }
+        if s.tls_cert.is_some() != s.tls_key.is_some() {
+            return Err(invalid(format!(
+                "mutual TLS needs both {} and {}",
+                self.origin("tls_cert"),
+                self.origin("tls_key")
+            )));
+        }
+        if s.tls_cert.is_some() && s.tls_ca.is_none() {
+            return Err(invalid(format!(
+                "{} is set but TLS is off: set {} (the CA the bookie's certificate chains to)",
+                self.origin("tls_cert"),
+                self.origin("tls_ca")
             )));
         }
         // One entry must fit a 5 MiB frame with its headers (docs/protocol.md §1.2).

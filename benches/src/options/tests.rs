@@ -115,3 +115,31 @@ fn errors_name_the_option() {
     let e = JobSpec::build("j", &[cli("bs", "6m")]).unwrap_err();
     assert!(e.to_string().contains("bs"), "{e}");
 }
+
+#[test]
+fn tls_keys_in_either_spelling_and_their_combinations() {
+    let s = JobSpec::build(
+        "j",
+        &[
+            cli("tls-ca", "ca.pem"),
+            cli("tls_cert", "c.pem"),
+            cli("TLS_KEY", "k.pem"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(s.tls_ca.as_deref(), Some("ca.pem"));
+    assert_eq!(s.tls_cert.as_deref(), Some("c.pem"));
+    assert_eq!(s.tls_key.as_deref(), Some("k.pem"));
+    let plain = JobSpec::build("j", &[]).unwrap();
+    assert_eq!(plain.tls_ca, None);
+    // Server-only TLS needs just the CA.
+    assert!(JobSpec::build("j", &[cli("tls_ca", "ca.pem")]).is_ok());
+    let e = JobSpec::build("j", &[cli("tls_ca", "ca.pem"), cli("tls_cert", "c.pem")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tls_key"), "{e}");
+    let e = JobSpec::build("j", &[cli("tls_cert", "c.pem"), cli("tls_key", "k.pem")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tls_ca"), "{e}");
+}

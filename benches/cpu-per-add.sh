@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# benches/cpu-per-add.sh: CPU per durable 1 KiB add, ours vs the stock Java bookie, measured
+# per bookie process (issue 15; docs/benchmarks.md, "CPU per add, per process").
+#
+#   benches/cpu-per-add.sh                       # both modes, 3 rounds, 15 s runs
+#   MODES=rate RATES=20000,40000 benches/cpu-per-add.sh
+#   MODES=pinned ROUNDS=5 benches/cpu-per-add.sh
+#   PROTOCOL=v3 DURATION=10 benches/cpu-per-add.sh
+#
+# Two modes, each run ROUNDS times with the two bookies alternating (round 1 ours first,
+# round 2 Java first, ...), every run on fresh bookies and empty data directories under
+# $BK_CPU_DIR (default /var/tmp/bk-cpu: one disk for both):
+#   rate    bkbench (its `write-1k-max` shape: 1 KiB v2 adds, 16 ledgers, 4 connections,
+#           256 in flight) held at a fixed rate (RATES, adds/s, default 20000). The figure:
+#           the bookie process's CPU (utime + stime of /proc/PID/stat: all its threads)
+#           over the measured run, divided by the adds acknowledged in it; p50 / p99 from
+#           bkbench.
+#   pinned  every thread of the bookie (and of its ZooKeeper, for Java) on CPU 0
+#           (`taskset -c 0` at exec, so each thread inherits it), bkbench on CPU 1, no rate
+#           limit: max adds/s, CPU per add, p99.
+# Before each measured run a WARMUP-second run (default 5) of the same shape warms the
+# JVM's JIT and both bookies' caches and connections; its CPU is not counted. The client's
+# own CPU per add is reported too (bkbench's rusage): if it nears 1 core in pinned mode the
+# client, not the bookie, is the limit. Both bookies have 256 MiB write and read caches and
+# the journal fsynced before every ack (the same set-up as compare.sh).
+# Output: one line per run, then per mode a table of medians with (min-max) ranges and the
+# ratios, also written to $BK_CPU_DIR/results/summary.txt with every JSON report.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="${BK_CPU_DIR:-/var/tmp/bk-cpu}"
+OURS_PORT="${OURS_PORT:-3191}"
+JAVA_PORT="${JAVA_PORT:-3192}"
+ZK_PORT="${ZK_PORT:-2193}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+RESULTS="$DIR/results"
+MODES="${MODES:-rate pinned}"
+RATES="${RATES:-20000}"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-15}"
+WARMUP="${WARMUP:-5}"
+PROTOCOL="${PROTOCOL:-v2}"
+SIDES="${SIDES:-ours java}"
+
+die() { echo "cpu-per-add.sh: $*" >&2; exit 1; }
+log() { echo "cpu-per-add.sh: $*" >&2; }
+# shellcheck source=lib/java-bookie.sh
+. "$ROOT/benches/lib/java-bookie.sh"
+
+# ---- pieces --------------------------------------------------------------------------------
+for c in java jq taskset getconf; do command -v $c >/dev/null || die "missing piece: $c"; done
+BOOKIE="${BOOKIE_BIN:-$TARGET/release/bookie}"
+BKBENCH="${BKBENCH_BIN:-$TARGET/release/bkbench}"
+if [[ -z "${BOOKIE_BIN:-}${BKBENCH_BIN:-}" ]]; then
+  log "building bookie and bkbench (release)"
+  (cd "$ROOT" && cargo build --release -p bookie -p bkbench) || die "cargo build --release failed"
+fi
+[[ -x "$BOOKIE" ]] || die "missing piece: $BOOKIE (set BOOKIE_BIN)"
+[[ -x "$BKBENCH" ]] || die "missing piece: $BKBENCH (set BKBENCH_BIN)"
+if [[ " $SIDES " == *" java "* && ! -d "$ROOT/tests/interop/target/lib" ]]; then
+  log "building the Java classpath (tests/interop: mvn package)"
+  (cd "$ROOT/tests/interop" && { mvn -B -q -o package 2>/dev/null || mvn -B -q package; }) \
+    || die "missing piece: tests/interop does not build (mvn package failed)"
+fi
+CP="$ROOT/tests/interop/target/lib/*"
+CLK_TCK=$(getconf CLK_TCK)
+(( $(nproc) >= 2 )) || die "pinned mode needs 2 CPUs (bookie on 0, client on 1)"
+
+mkdir -p "$RESULTS"
+rm -f "$RESULTS"/cpu-*.json "$RESULTS"/summary.txt "$RESULTS"/runs.tsv
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 1 50); do
+    local alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.2
+  done
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+trap cleanup EXIT
+
+# utime + stime (clock ticks) of a process, all its threads: fields 14 and 15 of
+# /proc/PID/stat, counted after the command name (which may hold spaces) closes with ')'.
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
+# bkbench in the write-1k-max shape; extra arguments are appended (rate, runtime, output).
+bench() { # port pin-prefix... -- args...
+  local port=$1; shift
+  local pin=()
+  while [[ $1 != -- ]]; do pin+=("$1"); shift; done
+  shift
+  "${pin[@]}" "$BKBENCH" --bookie=127.0.0.1:"$port" --name=cpu-per-add --rw=write --bs=1k \
+    --iodepth=256 --ledgers=16 --connections=4 --protocol="$PROTOCOL" --ramp_time=0s \
+    --timeout=30s --progress=0 "$@"
+}
+
+wait_ready() { # name port pid
+  local name=$1 port=$2 pid=$3
+  for _ in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || die "$name bookie exited during start-up (log: $DIR/$name.log)"
+    if "$BKBENCH" --bookie=127.0.0.1:"$port" --name=probe --number_ios=20 --runtime=5s \
+        --timeout=5s --progress=0 --output-format=json --output=/dev/null 2>/dev/null; then
+      return 0
+    fi
+    sleep 1
+  done
+  die "$name bookie on port $port did not answer within 120 s (log: $DIR/$name.log)"
+}
+
+# Starts one bookie from empty directories; sets PID. With `pin` every thread of the bookie
+# (and of Java's ZooKeeper) is moved to CPU 0 (`taskset -a`) right after exec, before it
+# serves; threads it creates later inherit the affinity of the thread that creates them.
+start_side() { # side pin|nopin
+  local side=$1 pin=$2 first=${#PIDS[@]} p
+  rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk"
+  mkdir -p "$DIR/ours"
+  if [[ $side == ours ]]; then
+    "$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
+      --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 \
+      --set dbStorage_writeCacheMaxSizeMb=256 --set dbStorage_readAheadCacheMaxSizeMb=256 \
+      >"$DIR/ours.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+  else
+    jb_start_zk "$DIR" "$ZK_PORT" "$CP"
+    jb_write_conf "$DIR" "$JAVA_PORT" "$ZK_PORT"
+    jb_start_java "$DIR" "$CP"
+    PID=$JAVA_PID
+  fi
+  if [[ $pin == pin ]]; then
+    for p in "${PIDS[@]:$first}"; do
+      taskset -a -p -c 0 "$p" >/dev/null || die "taskset -a -p -c 0 $p failed"
+    done
+  fi
+  wait_ready "$side" "$( [[ $side == ours ]] && echo "$OURS_PORT" || echo "$JAVA_PORT" )" "$PID"
+}
+
+# One measured run; appends a line to runs.tsv:
+# mode rate round side adds adds/s bookie_us_per_add client_us_per_add p50_ms p99_ms
+run_one() { # mode rate round side
+  local mode=$1 rate=$2 round=$3 side=$4 port pin=nopin cpin=() extra=()
+  port=$OURS_PORT; [[ $side == java ]] && port=$JAVA_PORT
+  if [[ $mode == pinned ]]; then pin=pin; cpin=(taskset -c 1); fi
+  [[ $rate != max ]] && extra=(--rate_iops="$rate")
+  start_side "$side" "$pin"
+  local rc=0
+  bench "$port" "${cpin[@]}" -- "${extra[@]}" --runtime="${WARMUP}s" --output-format=json \
+    --output=/dev/null 2>"$DIR/bench.err" || rc=$?
+  # bkbench exits 2 when some requests failed (counted in its report), 1 when it could not run.
+  (( rc <= 2 )) || die "warm-up run against $side failed (exit $rc; $DIR/bench.err, $DIR/$side.log)"
+  local out="$RESULTS/cpu-$mode-$rate-$round-$side.json" t0 t1 times client_s
+  t0=$(cpu_ticks "$PID")
+  # `times` in the subshell prints the subshell's then its children's (bkbench's) CPU.
+  times=$( ( rc=0
+      bench "$port" "${cpin[@]}" -- "${extra[@]}" --runtime="${DURATION}s" \
+        --output-format=json --output="$out" >/dev/null 2>"$DIR/bench.err" || rc=$?
+      (( rc <= 2 )) || exit 1
+      times ) | tail -1 ) || die "bkbench failed against $side ($DIR/bench.err)"
+  t1=$(cpu_ticks "$PID")
+  client_s=$(awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }' <<<"$times")
+  kill -0 "$PID" 2>/dev/null || die "$side bookie died during the run (log: $DIR/$side.log)"
+  cp "$DIR/$side.log" "$RESULTS/cpu-$mode-$rate-$round-$side.log" 2>/dev/null || true
+  cleanup
+  local adds iops p50 p99 errors
+  adds=$(jq '.jobs[0].write.total_ios' "$out")
+  iops=$(jq '.jobs[0].write.iops' "$out")
+  errors=$(jq '.jobs[0].write.total_errors // 0' "$out")
+  p50=$(jq '.jobs[0].write.lat_ns.percentile["50.000000"] / 1e6' "$out")
+  p99=$(jq '.jobs[0].write.lat_ns.percentile["99.000000"] / 1e6' "$out")
+  (( adds > 0 )) || die "no add acknowledged against $side ($out)"
+  [[ $errors == 0 ]] || log "WARNING: $errors failed adds against $side in $out"
+  awk -v m="$mode" -v r="$rate" -v n="$round" -v s="$side" -v a="$adds" -v i="$iops" \
+    -v dt=$((t1 - t0)) -v hz="$CLK_TCK" -v c="$client_s" -v p50="$p50" -v p99="$p99" \
+    'BEGIN { printf "%s\t%s\t%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.3f\t%.3f\n",
+             m, r, n, s, a, i, dt / hz * 1e6 / a, c * 1e6 / a, p50, p99 }' | tee -a "$RESULTS/runs.tsv" >&2
+}
+
+log "runs: mode rate round side adds adds/s bookie_us/add client_us/add p50_ms p99_ms"
+for mode in $MODES; do
+  rates=$RATES; [[ $mode == pinned ]] && rates=max
+  for rate in ${rates//,/ }; do
+    for round in $(seq 1 "$ROUNDS"); do
+      order=$SIDES
+      (( round % 2 == 0 )) && order=$(echo "$SIDES" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
+      for side in $order; do
+        log "$mode rate=$rate round $round: $side"
+        run_one "$mode" "$rate" "$round" "$side"
+      done
+    done
+  done
+done
+
+# ---- the table: medians (min-max) per mode, rate and side, and the ratios ----------------
+{
+  echo "CPU per durable 1 KiB add, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs, protocol $PROTOCOL, $ROUNDS rounds of ${DURATION} s (after ${WARMUP} s warm-up), data in $DIR"
+  echo
+  python3 - "$RESULTS/runs.tsv" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+groups = {}
+for m, r, n, s, adds, iops, bus, cus, p50, p99 in rows:
+    groups.setdefault((m, r), {}).setdefault(s, []).append(
+        (float(iops), float(bus), float(cus), float(p50), float(p99)))
+def cell(vals, fmt):
+    med = statistics.median(vals)
+    return f"{fmt.format(med)} ({fmt.format(min(vals))}–{fmt.format(max(vals))})", med
+cols = [("adds/s", 0, "{:.0f}"), ("bookie CPU µs/add", 1, "{:.1f}"),
+        ("client CPU µs/add", 2, "{:.1f}"), ("p50 ms", 3, "{:.2f}"), ("p99 ms", 4, "{:.2f}")]
+for (m, r), sides in groups.items():
+    title = f"pinned (bookie on CPU 0, client on CPU 1), max rate" if m == "pinned" else f"fixed rate {r} adds/s"
+    print(f"**{title}**, median (min–max) of {max(len(v) for v in sides.values())} runs")
+    print()
+    print("| bookie | " + " | ".join(c[0] for c in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    meds = {}
+    for s, runs in sides.items():
+        cells = []
+        for name, i, fmt in cols:
+            text, med = cell([x[i] for x in runs], fmt)
+            cells.append(text)
+            meds[(s, i)] = med
+        print(f"| {s} | " + " | ".join(cells) + " |")
+    if ("ours", 1) in meds and ("java", 1) in meds:
+        print(f"| ratio | ours/java {meds[('ours', 0)] / meds[('java', 0)]:.2f}× "
+              f"| java/ours {meds[('java', 1)] / meds[('ours', 1)]:.2f}× | "
+              f"| java/ours {meds[('java', 3)] / meds[('ours', 3)]:.2f}× "
+              f"| java/ours {meds[('java', 4)] / meds[('ours', 4)]:.2f}× |")
+    print()
+PY
+} | tee "$RESULTS/summary.txt"
+trap - EXIT
+cleanup
+rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk"
+log "results and JSON reports: $RESULTS"
