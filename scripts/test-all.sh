@@ -7,13 +7,21 @@
 #   3. cargo test over the workspace (unit, property, simulated-disk, crash and protocol tests);
 #   4. a smoke run of every fuzz target (the wire decoders 60 s each, the others shorter);
 #   5. the Java conformance suite (tests/interop/run.sh): every scenario against the stock
-#      Java bookie, and against ours, checked against tests/interop/expected-pass.txt.
-# Environment knobs: SKIP_FUZZ=1, SKIP_INTEROP=1 (for local iteration only; CI sets neither),
+#      Java bookie, and against ours, checked against tests/interop/expected-pass.txt;
+#   6. stock Pulsar brokers over our bookies: the `ci` rows of tests/pulsar/expected-pass.txt
+#      (tests/pulsar/run.sh --ratchet --impl rust --ci; TLS, ordered, bookie / broker / all killed).
+# Environment knobs: SKIP_FUZZ=1, SKIP_INTEROP=1, SKIP_PULSAR=1 (for local iteration only; CI sets neither),
 #   FUZZ_WIRE_SECONDS (60), FUZZ_OTHER_SECONDS (20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-stage() { echo; echo "== [$(( $(date +%s) - start ))s] $*"; }
+# Each stage also prints how full the disk is: a bookie over diskUsageThreshold is read-only,
+# and a CI log should show whether the machine's disk was.
+stage() {
+    echo
+    echo "== [$(( $(date +%s) - start ))s] $*"
+    df -h . "${TMPDIR:-/tmp}" 2>/dev/null | awk 'NR > 1 { print "   disk: " $0 }' || true
+}
 
 stage "prerequisites"
 scripts/zk.sh install
@@ -38,10 +46,10 @@ BOOKIE_BIN="$PWD/target/debug/bookie" cargo test -p bkbench --test real_bookie -
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     stage "fuzz smoke (wire decoders)"
     FUZZ_SECONDS="${FUZZ_WIRE_SECONDS:-60}" scripts/fuzz-smoke.sh v2_request v3_request frame
-    stage "fuzz smoke (responses, journal, segments, cookies, config, ZooKeeper metadata, cert roles)"
+    stage "fuzz smoke (responses, journal, segments, cookies, config, ZooKeeper metadata, cert roles, JKS stores, chaos fault specs)"
     FUZZ_SECONDS="${FUZZ_OTHER_SECONDS:-20}" scripts/fuzz-smoke.sh v2_response v3_response \
         journal_record journal_replay segment_footer segment_index ledger_state \
-        cookie_text properties zk_metadata cert_roles
+        cookie_text properties zk_metadata cert_roles jks_store chaos_spec
 fi
 
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then
@@ -49,5 +57,12 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
     # The debug bookie `cargo test` just built: it passes the same pairs, and a release
     # build from scratch would cost CI ten more minutes on two cores.
     INTEROP_RUST_PROFILE=dev tests/interop/run.sh --impl both
+fi
+if [ "${SKIP_PULSAR:-0}" != 1 ]; then
+    stage "stock Pulsar brokers over our bookies (tests/pulsar ratchet, rust rows marked ci)"
+    # A stock Pulsar 4.0.7 broker over 3-4 debug-build bookies per row: TLS with chunked 10 and
+    # 100 MiB messages, 2,000 ordered messages, a bookie / the broker / everything SIGKILLed and
+    # restarted; which rows and how long: tests/pulsar/README.md ("What CI runs").
+    BOOKIE_BIN="$PWD/target/debug/bookie" tests/pulsar/run.sh --ratchet --impl rust --ci
 fi
 stage "all tests passed"

@@ -81,7 +81,7 @@ dataDir=$dir/data
 clientPort=$port
 clientPortAddress=127.0.0.1
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat,mntr
+4lw.commands.whitelist=ruok,srvr,stat,mntr,dump
 maxClientCnxns=0
 EOF
     nohup java -Xmx256m -cp /etc/zookeeper/conf:$ZK_JAR \

@@ -112,8 +112,8 @@ final class AdminHttp {
         // dir of an earlier pass would carry a cookie of another cluster.
         String pass = cluster.impl().name + "-" + ctx.mode;
         Path dir = cluster.runDir.resolve("admin-http-" + pass);
-        BookieProcess javaBookie = httpBookie(cluster, Impl.JAVA, 90, dir.resolve("java"));
-        BookieProcess rustBookie = httpBookie(cluster, Impl.RUST, 91, dir.resolve("rust"));
+        BookieProcess javaBookie = AdminPort.bookie(cluster, Impl.JAVA, 90, dir.resolve("java"), true);
+        BookieProcess rustBookie = AdminPort.bookie(cluster, Impl.RUST, 91, dir.resolve("rust"), true);
         List<LedgerHandle> ledgers = new ArrayList<>();
         BookKeeper bk = null;
         try {
@@ -124,10 +124,10 @@ final class AdminHttp {
             jt.join();
             Check.isTrue("the Java HTTP bookie started", javaBookie.isAlive(), javaBookie.logTail(30));
             Check.isTrue("the rust HTTP bookie started", rustBookie.isAlive(), rustBookie.logTail(30));
-            String j = "http://127.0.0.1:" + httpPort(javaBookie);
-            String r = "http://127.0.0.1:" + httpPort(rustBookie);
-            waitReady(j);
-            waitReady(r);
+            String j = AdminPort.base(javaBookie);
+            String r = AdminPort.base(rustBookie);
+            AdminPort.waitReady(javaBookie);
+            AdminPort.waitReady(rustBookie);
 
             // Cluster state: every bookie holds every entry of these ledgers.
             int n = cluster.bookies().size() + 2;
@@ -379,60 +379,12 @@ final class AdminHttp {
         return one.length() > 700 ? one.substring(0, 700) + "..." : one;
     }
 
-    /** A bookie of impl with the HTTP admin server on its own free port (conf rewritten). */
-    private static BookieProcess httpBookie(Cluster cluster, Impl impl, int index, Path dir) throws Exception {
-        BookieProcess b = new BookieProcess(cluster, impl, index, Cluster.freePort(), dir);
-        int http = Cluster.freePort();
-        String conf = b.confText().replace("httpServerEnabled=false\n", String.join("\n",
-                "httpServerEnabled=true",
-                "httpServerPort=" + http,
-                "httpServerHost=127.0.0.1",
-                "httpServerClass=org.apache.bookkeeper.http.vertx.VertxHttpServer",
-                "statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider",
-                "prometheusStatsHttpPort=" + http,
-                ""));
-        Check.isTrue("conf of the HTTP bookie has httpServerEnabled=true", conf.contains("httpServerEnabled=true"),
-                conf);
-        Files.writeString(b.confFile, conf, StandardCharsets.UTF_8);
-        return b;
-    }
-
-    private static int httpPort(BookieProcess b) throws Exception {
-        for (String line : Files.readAllLines(b.confFile, StandardCharsets.UTF_8)) {
-            if (line.startsWith("httpServerPort=")) {
-                return Integer.parseInt(line.substring("httpServerPort=".length()));
-            }
-        }
-        throw new IllegalStateException("no httpServerPort in " + b.confFile);
-    }
-
     private static void startQuietly(BookieProcess b) {
         try {
             b.start();
         } catch (Exception e) {
             System.out.println("interop: s14 could not start " + b.impl.name + " HTTP bookie: " + e.getMessage());
         }
-    }
-
-    /** Waits until is_ready answers 200 (the admin server starts after registration in Java). */
-    private static void waitReady(String base) throws Exception {
-        HttpClient http = HttpClient.newHttpClient();
-        long deadline = System.nanoTime() + 30_000_000_000L;
-        String last = "";
-        while (System.nanoTime() < deadline) {
-            try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/bookie/is_ready"))
-                        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200) {
-                    return;
-                }
-                last = r.statusCode() + " " + r.body();
-            } catch (java.io.IOException e) {
-                last = e.toString();
-            }
-            Thread.sleep(200);
-        }
-        throw new Check.Failure(base + "/api/v1/bookie/is_ready never answered 200 in 30 s: " + last);
     }
 
     private static LedgerHandle writeLedger(BookKeeper bk, int ensemble, int entries) throws Exception {

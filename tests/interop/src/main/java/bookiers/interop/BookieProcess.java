@@ -230,6 +230,48 @@ public final class BookieProcess {
         }
     }
 
+    /** Bytes in the bookie's log file now (0 when there is none yet). */
+    long logLength() {
+        try {
+            return Files.size(logFile);
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    /**
+     * The last `max` lines logged since byte `from` that report an error (ERROR, an
+     * exception, a panic), or when there is none the last warnings, each cut to 300
+     * characters; "" when there are neither.
+     */
+    String complaintsSince(long from, int max) {
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(logFile.toFile(), "r")) {
+            long len = f.length();
+            if (len <= from) {
+                return "";
+            }
+            byte[] buf = new byte[(int) Math.min(len - from, 8L << 20)];
+            f.seek(len - buf.length);
+            f.readFully(buf);
+            List<String> errors = new ArrayList<>();
+            List<String> warnings = new ArrayList<>();
+            for (String line : new String(buf, StandardCharsets.UTF_8).split("\n")) {
+                String cut = line.length() > 300 ? line.substring(0, 300) + "..." : line;
+                if (line.contains("ERROR") || line.contains("Exception") || line.contains("panicked")) {
+                    errors.add(cut);
+                } else if (line.contains("WARN")) {
+                    warnings.add(cut);
+                }
+            }
+            // Errors first: the Java bookie warns on every fencing read.
+            List<String> hits = errors.isEmpty() ? warnings : errors;
+            List<String> last = hits.subList(Math.max(0, hits.size() - max), hits.size());
+            return last.isEmpty() ? "" : "    | " + String.join("\n    | ", last);
+        } catch (IOException e) {
+            return "    (no log: " + e.getMessage() + ")";
+        }
+    }
+
     /** Last lines of the bookie's combined stdout/stderr. */
     String logTail(int lines) {
         try {

@@ -353,11 +353,35 @@ public final class Cluster implements AutoCloseable {
         return p;
     }
 
-    static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
+    /**
+     * The first port and the size of the range freePort hands out: 20000-31999, below Linux's
+     * ephemeral range (net.ipv4.ip_local_port_range, 32768-60999), from which both
+     * {@code new ServerSocket(0)} and every outgoing connection (a bookie's ZooKeeper session)
+     * take their ports.
+     */
+    private static final int PORT_RANGE_START = 20_000;
+    private static final int PORT_RANGE_LEN = 12_000;
+    /** The next offset into the range; starts where this JVM's pid points. */
+    private static int nextPort = (int) (ProcessHandle.current().pid() * 7919 % PORT_RANGE_LEN);
+
+    /**
+     * A loopback port that nothing listens on now and that this run has not handed out before.
+     * Not ServerSocket(0): a port it returns and releases can be returned again to the next
+     * caller, and two servers of one scenario then race for it (CI saw the Java bookie's admin
+     * port answered by another bookie's protocol port, which closes on an HTTP request).
+     */
+    static synchronized int freePort() throws IOException {
+        for (int tries = 0; tries < PORT_RANGE_LEN; tries++) {
+            int port = PORT_RANGE_START + nextPort;
+            nextPort = (nextPort + 1) % PORT_RANGE_LEN;
+            try (ServerSocket s = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                return port;
+            } catch (IOException busy) {
+                // in use: try the next one
+            }
         }
+        throw new IOException("no free loopback port in " + PORT_RANGE_START + ".."
+                + (PORT_RANGE_START + PORT_RANGE_LEN));
     }
 
     @Override

@@ -42,11 +42,12 @@ final class RecoveryHttp {
     static void run(Ctx ctx) throws Exception {
         Cluster cluster = ctx.cluster;
         String pass = cluster.impl().name + "-" + ctx.mode;
-        BookieProcess coordinator = httpBookie(cluster, cluster.runDir.resolve("recovery-http-" + pass));
+        BookieProcess coordinator =
+                AdminPort.bookie(cluster, Impl.RUST, 95, cluster.runDir.resolve("recovery-http-" + pass), false);
         try {
             coordinator.start();
-            String base = "http://127.0.0.1:" + httpPort(coordinator);
-            waitReady(base);
+            String base = AdminPort.base(coordinator);
+            AdminPort.waitReady(coordinator);
 
             BookKeeper bk = ctx.newClient();
             BookieClient raw = InteropAccess.bookieClient(bk);
@@ -123,46 +124,5 @@ final class RecoveryHttp {
                 Thread.sleep(100);
             }
         }
-    }
-
-    /** A rust bookie with the HTTP admin API on its own free port (conf rewritten). */
-    private static BookieProcess httpBookie(Cluster cluster, Path dir) throws Exception {
-        BookieProcess b = new BookieProcess(cluster, Impl.RUST, 95, Cluster.freePort(), dir);
-        int http = Cluster.freePort();
-        String conf = b.confText().replace("httpServerEnabled=false\n", String.join("\n",
-                "httpServerEnabled=true", "httpServerPort=" + http, "httpServerHost=127.0.0.1", ""));
-        Check.isTrue("conf of the HTTP bookie has httpServerEnabled=true", conf.contains("httpServerEnabled=true"),
-                conf);
-        Files.writeString(b.confFile, conf, StandardCharsets.UTF_8);
-        return b;
-    }
-
-    private static int httpPort(BookieProcess b) throws Exception {
-        for (String line : Files.readAllLines(b.confFile, StandardCharsets.UTF_8)) {
-            if (line.startsWith("httpServerPort=")) {
-                return Integer.parseInt(line.substring("httpServerPort=".length()));
-            }
-        }
-        throw new IllegalStateException("no httpServerPort in " + b.confFile);
-    }
-
-    private static void waitReady(String base) throws Exception {
-        HttpClient http = HttpClient.newHttpClient();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        String last = "";
-        while (System.nanoTime() < deadline) {
-            try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/bookie/is_ready"))
-                        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200) {
-                    return;
-                }
-                last = r.statusCode() + " " + r.body();
-            } catch (java.io.IOException e) {
-                last = e.toString();
-            }
-            Thread.sleep(200);
-        }
-        throw new Check.Failure(base + "/api/v1/bookie/is_ready never answered 200 in 30 s: " + last);
     }
 }

@@ -90,10 +90,12 @@ final class Scenarios {
                         AdminHttp::run, 240),
                 new Def(15, "s15_recovery_http", "autorecovery/bookie on bookie-rs recovers a stopped bookie; Java reads back",
                         RecoveryHttp::run, 180),
-                new Def(16, "s16_tls", "own TLS cluster (PEM + PKCS12 keys, mTLS): adds/reads 1 B..1 MiB, \"tls\" in service info, plaintext still served",
+                new Def(16, "s16_tls", "own TLS cluster (PEM keys, JKS and PKCS12 stores, mTLS): adds/reads 1 B..1 MiB, \"tls\" in service info, plaintext still served",
                         Tls::s16, 180),
                 new Def(17, "s17_tls_authz", "own TLS cluster with BookieAuthZFactory: authorized role served; 6 refused cases get Java's codes",
-                        Tls::s17, 240));
+                        Tls::s17, 240),
+                new Def(18, "s18_tls_rotation", "own TLS cluster, certificate files refreshed every 2 s: key, cert and trust store rotated to another CA in place; new clients of the new CA served, of the old refused",
+                        TlsRotation::s18, 240));
     }
 
     // ---------------------------------------------------------------- s01
@@ -569,7 +571,7 @@ final class Scenarios {
         ctx.cluster.healBookies();
 
         BookKeeper rbk = ctx.newClient();
-        LedgerHandle rq = rbk.openLedger(quiet.getId(), DigestType.CRC32C, Ctx.PASSWORD);
+        LedgerHandle rq = openWithRecoveryAfterRestart(rbk, quiet.getId());
         Check.eq("recovered LAC of the quiet ledger (all " + quietN + " adds acknowledged before the crash)",
                 (long) quietN - 1, rq.getLastAddConfirmed());
         Ctx.verifyAll(rq, 0, quietN - 1, qpayload, 4L * Payloads.MIB);
@@ -589,6 +591,32 @@ final class Scenarios {
             }
             Check.eq("acknowledged entries returned for [" + e + "," + end + "] after the crash", end + 1, id);
             e = end + 1;
+        }
+    }
+
+    /**
+     * Opens a ledger with recovery right after every bookie restarted, retrying a
+     * BKReadException up to 3 times, 1 s apart, as an application does (Pulsar's managed
+     * ledger retries a failed open). Why: CI saw this open fail once against the stock Java
+     * bookie in v2 ("Error while reading ledger": the fencing reads of the last entry got
+     * EIO, or an entry failing its digest, from 2 of the 3 restarted bookies); the run dir
+     * with the bookie logs stayed on the CI machine, and 12 reruns here passed, so the cause
+     * is not known. A transient answer right after a restart is retried; a lasting one
+     * (data really gone or damaged) fails all four attempts and the scenario, and any other
+     * failure fails it at once. What is checked after the open is unchanged.
+     */
+    static LedgerHandle openWithRecoveryAfterRestart(BookKeeper bk, long ledgerId) throws Exception {
+        for (int attempt = 1;; attempt++) {
+            try {
+                return bk.openLedger(ledgerId, DigestType.CRC32C, Ctx.PASSWORD);
+            } catch (BKException.BKReadException e) {
+                if (attempt == 4) {
+                    throw e;
+                }
+                System.out.println("interop: s08: open with recovery of ledger " + ledgerId + " failed ("
+                        + e.getMessage() + "), attempt " + attempt + " of 4; retrying in 1 s");
+                Thread.sleep(1000);
+            }
         }
     }
 

@@ -163,6 +163,10 @@ public final class Suite {
     private static Result runOne(Cluster cluster, Impl impl, String mode, Scenarios.Def d, boolean required) {
         Ctx ctx = new Ctx(cluster, mode.equals("v2"));
         long t0 = System.nanoTime();
+        java.util.Map<String, Long> logStart = new java.util.HashMap<>();
+        for (BookieProcess b : cluster.bookies()) {
+            logStart.put(b.bookieId(), b.logLength());
+        }
         String failure = null;
         try {
             int restarted = cluster.healBookies();
@@ -203,6 +207,14 @@ public final class Suite {
                 if (!b.isAlive()) {
                     logs.append("\n  bookie ").append(b.bookieId()).append(" is not running; log tail:\n")
                             .append(b.logTail(20));
+                }
+                // What each bookie complained about during the pair: the run dir with the
+                // whole logs stays on the machine that ran it (CI's is not kept).
+                String complaints = b.complaintsSince(logStart.getOrDefault(b.bookieId(), 0L), 12);
+                if (!complaints.isEmpty()) {
+                    logs.append("\n  bookie ").append(b.bookieId())
+                            .append(": errors (or else warnings) it logged during the scenario, last 12:\n")
+                            .append(complaints);
                 }
             }
             failure += logs;

@@ -9,7 +9,8 @@
  * plaintext configuration for every other scenario.
  * Certificates come from TlsCerts (openssl, at run time).
  *
- * s16: PEM keys on bookies 0-2 and a PKCS12 store on bookie 3, tlsClientAuthentication=true,
+ * s16: PEM keys on bookies 0-1, JKS key and trust stores on bookie 2 and a PKCS12 store on
+ * bookie 3, tlsClientAuthentication=true,
  * no auth plugin. A TLS client with an authorized certificate writes (ensemble of all 4, so the
  * PKCS12 bookie acknowledges every entry) and a second one reads back entries of 1 B to 1 MiB;
  * every bookie's registration carries the "tls" extension; a plaintext client (no TLS keys,
@@ -69,13 +70,14 @@ final class Tls {
 
     static void s16(Ctx ctx) throws Exception {
         TlsCerts certs = TlsCerts.of(ctx.cluster.runDir);
-        Cluster side = startSide(ctx, "s16", i -> bookieKeys(certs, i == 3, false));
+        Cluster side = startSide(ctx, "s16",
+                i -> bookieKeys(certs, i == 3 ? Store.PKCS12 : i == 2 ? Store.JKS : Store.PEM, false));
         Ctx sctx = new Ctx(side, ctx.v2);
         try {
             BookKeeper writer = sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.caCert()));
             BookKeeper reader = sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.caCert()));
             // Ensemble of all 4 bookies, every one in every write quorum and the ack quorum:
-            // each entry is acknowledged over TLS by the PKCS12 bookie too.
+            // each entry is acknowledged over TLS by the JKS and the PKCS12 bookies too.
             long tlsLedger = writeAndRead(writer, reader, 4, 4, 4, 3 * SIZES.length, "TLS client");
             // A pipelined ledger of many small entries (E3W2A2, as Pulsar's default).
             LedgerHandle lh = writer.createLedger(3, 2, 2, DigestType.CRC32C, Ctx.PASSWORD);
@@ -151,7 +153,7 @@ final class Tls {
 
     static void s17(Ctx ctx) throws Exception {
         TlsCerts certs = TlsCerts.of(ctx.cluster.runDir);
-        Cluster side = startSide(ctx, "s17", i -> bookieKeys(certs, false, true));
+        Cluster side = startSide(ctx, "s17", i -> bookieKeys(certs, Store.PEM, true));
         Ctx sctx = new Ctx(side, ctx.v2);
         try {
             BookKeeper writer = sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.caCert()));
@@ -207,21 +209,38 @@ final class Tls {
         return side;
     }
 
-    /** The bookie's stock TLS keys (PEM or PKCS12 key store), mutual TLS, optionally BookieAuthZFactory. */
-    static Map<String, String> bookieKeys(TlsCerts certs, boolean pkcs12, boolean authz) {
+    /** How a bookie of s16/s17 holds its key (tlsKeyStoreType) and trust anchors. */
+    enum Store { PEM, PKCS12, JKS }
+
+    /** The bookie's stock TLS keys (PEM key, PKCS12 or JKS store), mutual TLS, optionally BookieAuthZFactory. */
+    static Map<String, String> bookieKeys(TlsCerts certs, Store store, boolean authz) {
         Map<String, String> kv = new LinkedHashMap<>();
         kv.put("tlsProviderFactoryClass", TLS_FACTORY);
-        if (pkcs12) {
-            kv.put("tlsKeyStoreType", "PKCS12");
-            kv.put("tlsKeyStore", certs.bookieP12().toString());
-            kv.put("tlsKeyStorePasswordPath", certs.bookieP12PasswordFile().toString());
-        } else {
-            kv.put("tlsKeyStoreType", "PEM");
-            kv.put("tlsKeyStore", certs.bookieKey().toString());
-            kv.put("tlsCertificatePath", certs.bookieCert().toString());
+        switch (store) {
+            case PKCS12 -> {
+                kv.put("tlsKeyStoreType", "PKCS12");
+                kv.put("tlsKeyStore", certs.bookieP12().toString());
+                kv.put("tlsKeyStorePasswordPath", certs.bookieP12PasswordFile().toString());
+            }
+            case JKS -> {
+                kv.put("tlsKeyStoreType", "JKS");
+                kv.put("tlsKeyStore", certs.bookieJks().toString());
+                kv.put("tlsKeyStorePasswordPath", certs.bookieP12PasswordFile().toString());
+            }
+            case PEM -> {
+                kv.put("tlsKeyStoreType", "PEM");
+                kv.put("tlsKeyStore", certs.bookieKey().toString());
+                kv.put("tlsCertificatePath", certs.bookieCert().toString());
+            }
         }
-        kv.put("tlsTrustStoreType", "PEM");
-        kv.put("tlsTrustStore", certs.caCert().toString());
+        if (store == Store.JKS) {
+            kv.put("tlsTrustStoreType", "JKS");
+            kv.put("tlsTrustStore", certs.caJks().toString());
+            kv.put("tlsTrustStorePasswordPath", certs.bookieP12PasswordFile().toString());
+        } else {
+            kv.put("tlsTrustStoreType", "PEM");
+            kv.put("tlsTrustStore", certs.caCert().toString());
+        }
         kv.put("tlsClientAuthentication", "true");
         if (authz) {
             kv.put("bookieAuthProviderFactoryClass", AUTHZ_FACTORY);
@@ -258,12 +277,12 @@ final class Tls {
         };
     }
 
-    private static LongFunction<byte[]> sizedPayload(long ledger) {
+    static LongFunction<byte[]> sizedPayload(long ledger) {
         return e -> Payloads.bytes(ledger, e, SIZES[(int) (e % SIZES.length)]);
     }
 
     /** Writes n entries of SIZES (cycled) with writer, closes, reads them back with reader. */
-    private static long writeAndRead(BookKeeper writer, BookKeeper reader, int e, int w, int a, int n, String who)
+    static long writeAndRead(BookKeeper writer, BookKeeper reader, int e, int w, int a, int n, String who)
             throws Exception {
         LedgerHandle lh = writer.createLedger(e, w, a, DigestType.CRC32C, Ctx.PASSWORD);
         LongFunction<byte[]> payload = sizedPayload(lh.getId());
@@ -293,7 +312,7 @@ final class Tls {
      * master key is taken as given) to bookie through bk's BookieClient: client rc, or
      * NO_ANSWER after 30 s.
      */
-    private static int rawAdd(BookKeeper bk, BookieId bookie, long ledger, boolean v2) throws Exception {
+    static int rawAdd(BookKeeper bk, BookieId bookie, long ledger, boolean v2) throws Exception {
         byte[] key = DigestManager.generateMasterKey(Ctx.PASSWORD);
         DigestManager dm = DigestManager.instantiate(ledger, Ctx.PASSWORD, LedgerMetadataFormat.DigestType.CRC32C,
                 PooledByteBufAllocator.DEFAULT, v2);
@@ -312,7 +331,7 @@ final class Tls {
     }
 
     /** A direct read of entry 0 of ledger from bookie: client rc, or NO_ANSWER after 30 s. */
-    private static int rawRead(BookKeeper bk, BookieId bookie, long ledger) throws Exception {
+    static int rawRead(BookKeeper bk, BookieId bookie, long ledger) throws Exception {
         CompletableFuture<Integer> rc = new CompletableFuture<>();
         InteropAccess.bookieClient(bk).readEntry(bookie, ledger, 0, (r, l, e, buf, c) -> rc.complete(r), null,
                 BookieProtocol.FLAG_NONE);
@@ -326,7 +345,7 @@ final class Tls {
     /** Stand-in rc: the request had no answer within 30 s. */
     static final int NO_ANSWER = Integer.MIN_VALUE;
 
-    private static String name(int rc) {
+    static String name(int rc) {
         if (rc == NO_ANSWER) {
             return "no answer in 30 s";
         }

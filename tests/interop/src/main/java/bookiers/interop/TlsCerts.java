@@ -1,9 +1,11 @@
 /*
- * The certificates of the TLS scenarios (s16, s17), made at run time with the openssl CLI into
- * <run dir>/tls-certs, once per run.
+ * The certificates of the TLS scenarios (s16, s17, s18), made at run time with the openssl CLI
+ * into <run dir>/tls-certs, once per run.
  *
  * Owns: two CAs (the trusted one and an untrusted one), the bookie's key and certificate (PEM,
- * and the same pair as a PKCS12 store with its password file), and one client key and
+ * and the same pair as a PKCS12 store with its password file, and as a JKS key store beside a
+ * JKS trust store holding the CA, written by the JDK's own JKS KeyStore), a second bookie key and
+ * certificate signed by the second CA (what s18 rotates to), and one client key and
  * certificate per client case. Every certificate is X.509 v3 (`x509 -req` without `-extfile`
  * makes v1 ones, which rustls refuses and Java accepts), with P-256 keys in PKCS#8 PEM (what
  * `req -nodes` writes, and what Java's PEM reader needs).
@@ -20,6 +22,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.Key;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -83,12 +89,31 @@ final class TlsCerts {
         return dir.resolve("bookie.crt");
     }
 
+    /** The bookie's key after s18's rotation (its certificate is signed by the second CA). */
+    Path bookieKeyOtherCa() {
+        return dir.resolve("bookie-ca2.key");
+    }
+
+    Path bookieCertOtherCa() {
+        return dir.resolve("bookie-ca2.crt");
+    }
+
     Path bookieP12() {
         return dir.resolve("bookie.p12");
     }
 
     Path bookieP12PasswordFile() {
         return dir.resolve("bookie.p12.pw");
+    }
+
+    /** The bookie's key and chain as a real JKS store (password P12_PASSWORD, its file). */
+    Path bookieJks() {
+        return dir.resolve("bookie.jks");
+    }
+
+    /** The CA as the trusted certificate entry of a JKS store (password P12_PASSWORD). */
+    Path caJks() {
+        return dir.resolve("ca.jks");
     }
 
     Path clientKey(Client c) {
@@ -112,17 +137,44 @@ final class TlsCerts {
                     "-keyout", ca + ".key", "-out", ca + ".crt", "-days", "3650", "-subj", "/O=interop/CN=" + ca);
         }
         leaf("bookie", "/O=interop/CN=127.0.0.1", "ca", 365);
+        leaf("bookie-ca2", "/O=interop/CN=127.0.0.1", "ca2", 365);
         for (Client c : Client.values()) {
             leaf("client-" + c.name().toLowerCase(), c.subject, c.otherCa ? "ca2" : "ca", c.days);
         }
         Files.writeString(bookieP12PasswordFile(), P12_PASSWORD + "\n", StandardCharsets.UTF_8);
         openssl("pkcs12", "-export", "-in", "bookie.crt", "-inkey", "bookie.key", "-certfile", "ca.crt",
                 "-name", "bookie", "-out", "bookie.p12", "-passout", "file:bookie.p12.pw");
+        writeJks();
         // The expired client must really be expired, or s17 would test nothing.
         String dates = openssl("x509", "-in", clientCert(Client.EXPIRED).getFileName().toString(), "-noout",
                 "-checkend", "0");
         if (!dates.contains("will expire")) {
             throw new IllegalStateException("openssl made an EXPIRED client cert that is not expired: " + dates);
+        }
+    }
+
+    /** bookie.jks (the PKCS12 store's key entry) and ca.jks, by the JDK's JKS provider. */
+    private void writeJks() throws Exception {
+        char[] pw = P12_PASSWORD.toCharArray();
+        KeyStore p12 = KeyStore.getInstance("PKCS12");
+        try (var in = Files.newInputStream(bookieP12())) {
+            p12.load(in, pw);
+        }
+        Key key = p12.getKey("bookie", pw);
+        Certificate[] chain = p12.getCertificateChain("bookie");
+        KeyStore jks = KeyStore.getInstance("JKS");
+        jks.load(null, null);
+        jks.setKeyEntry("bookie", key, pw, chain);
+        try (var out = Files.newOutputStream(bookieJks())) {
+            jks.store(out, pw);
+        }
+        KeyStore trust = KeyStore.getInstance("JKS");
+        trust.load(null, null);
+        try (var in = Files.newInputStream(caCert())) {
+            trust.setCertificateEntry("ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        try (var out = Files.newOutputStream(caJks())) {
+            trust.store(out, pw);
         }
     }
 
