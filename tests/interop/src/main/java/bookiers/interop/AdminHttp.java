@@ -92,6 +92,14 @@ final class AdminHttp {
             "GET /api/v1/autorecovery/list_under_replicated_ledger?missingreplica=" + MISSING_REPLICA,
             "GET /api/v1/autorecovery/lost_bookie_recovery_delay");
 
+    /**
+     * Custom metadata bytes for one ledger of the cluster state: encoded surrogates, a bad
+     * three-byte sequence, truncated four-byte ones. Java's {@code new String(bytes, UTF_8)}
+     * gives one U+FFFD for each of the first two, Rust's {@code from_utf8_lossy} one per byte.
+     */
+    static final byte[] MALFORMED_UTF8 = {(byte) 0xED, (byte) 0xA0, (byte) 0x80, (byte) 0xED, (byte) 0xA0, 0x41,
+        (byte) 0xED, (byte) 0xBF, (byte) 0xBF, (byte) 0xF0, (byte) 0x9F, 0x42, (byte) 0xE0, (byte) 0x80, 0x43};
+
     /** One row of the table. */
     record Row(String method, String path, int javaStatus, int rustStatus, boolean keysEqual, String javaKeys,
             String rustKeys, boolean valuesEqual, String javaBody, String rustBody) {
@@ -135,6 +143,12 @@ final class AdminHttp {
             LedgerHandle read = writeLedger(bk, n, 5);
             LedgerHandle delJava = writeLedger(bk, n, 1);
             LedgerHandle delRust = writeLedger(bk, n, 1);
+            // Metadata holding bytes that Java's UTF-8 decoder replaces differently from a
+            // maximal-subpart one (print_metadata prints the raw bytes as a string).
+            LedgerHandle malformed = bk.createLedger(n, n, n, DigestType.CRC32C, Ctx.PASSWORD,
+                    Map.of("interop-malformed-utf8", MALFORMED_UTF8));
+            malformed.close();
+            ledgers.add(malformed);
             ledgers.add(read);
             readLedger = read.getId();
             ledgers.add(delJava);
