@@ -13,7 +13,7 @@ final class Check {
     }
 
     /** A scenario check that did not hold. */
-    static final class Failure extends AssertionError {
+    static class Failure extends AssertionError {
         Failure(String msg) {
             super(msg);
         }

@@ -97,6 +97,20 @@ final class Ctx {
     }
 
     /**
+     * How long the submitting thread waits for a free slot before it reports a stall: twice the
+     * client's addEntryTimeout, so a bookie that never answers has been timed out (and replaced)
+     * by the client long before.
+     */
+    static final int STALL_SECONDS = 60;
+
+    /** The client stopped completing adds although none timed out (see s07). */
+    static final class Stalled extends Check.Failure {
+        Stalled(String msg) {
+            super(msg);
+        }
+    }
+
+    /**
      * Hook run in the submitting thread before entry e is submitted (e.g. to kill a bookie);
      * outstanding = adds submitted whose callback has not run yet.
      */
@@ -119,7 +133,11 @@ final class Ctx {
             hook.before(e, outstanding.get());
             byte[] data = payload.apply(e);
             int cost = Math.max(1, Math.min(data.length, (int) Math.min(Integer.MAX_VALUE, maxBytes)));
-            slots.acquire();
+            if (!slots.tryAcquire(STALL_SECONDS, TimeUnit.SECONDS)) {
+                throw new Stalled("no add callback for " + STALL_SECONDS + " s with " + outstanding.get()
+                        + " adds outstanding (" + completed.get() + " of " + n + " completed; the client's"
+                        + " addEntryTimeout is 30 s)");
+            }
             bytes.acquire(cost);
             peak.accumulateAndGet(outstanding.incrementAndGet(), Math::max);
             final long want = e;
