@@ -4,7 +4,8 @@
 #      cargo-fuzz, installed when missing;
 #   2. cargo fmt --check, the citation check (scripts/check-citations.sh) and clippy
 #      -D warnings over every target (clippy.toml also keeps file access inside disk/);
-#   3. cargo test over the workspace (unit, property, simulated-disk, crash and protocol tests);
+#   3. cargo test over the workspace (unit, property, simulated-disk, crash and protocol tests),
+#      then bkbench and the chaos drills (benches/chaos/) against the real bookie binary;
 #   4. a smoke run of every fuzz target (the wire decoders 60 s each, the others shorter);
 #   5. the Java conformance suite (tests/interop/run.sh): every scenario against the stock
 #      Java bookie, and against ours, checked against tests/interop/expected-pass.txt;
@@ -42,6 +43,10 @@ cargo test --workspace
 
 stage "bkbench against the real bookie binary"
 BOOKIE_BIN="$PWD/target/debug/bookie" cargo test -p bkbench --test real_bookie -- --ignored
+
+stage "chaos drills (benches/chaos/, bkchaos against the real bookie, and its verifier failing a broken one)"
+# One drill at a time: each starts three bookies.
+BOOKIE_BIN="$PWD/target/debug/bookie" cargo test -p bkbench --test chaos_drills -- --ignored --test-threads=1
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     stage "fuzz smoke (wire decoders)"

@@ -1,6 +1,7 @@
 //! A hand-written SVG chart of a job's per-second log: throughput on top (IOPS, with MiB/s in
 //! the legend), latency below (mean and p99, log scale), writes and reads in separate colours.
-//! No dependencies: the SVG is plain text, so it opens in any browser.
+//! No dependencies: the SVG is plain text, so it opens in any browser. bkchaos adds shaded
+//! spans (its fault phases) behind both panels.
 //!
 //! Invariants: the output is well-formed XML (job names are escaped); empty timelines give a
 //! chart that says "no data" rather than dividing by zero.
@@ -72,8 +73,24 @@ fn polyline(out: &mut String, pts: &[(f64, f64)], colour: &str, dash: bool) {
     );
 }
 
+/// A span of the time axis shaded behind both panels, labelled at its top.
+#[derive(Debug, Clone)]
+pub struct Shade {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub label: String,
+}
+
+/// Shade colours, cycled.
+const SHADES: [&str; 4] = ["#fde0dd", "#e0ecf4", "#fee8c8", "#e5f5e0"];
+
 /// Renders the chart.
 pub fn render(job: &str, rows: &[IntervalRow]) -> String {
+    render_with_phases(&format!("bkbench: {job}"), rows, &[])
+}
+
+/// Renders the chart titled `title`, with `shades` behind both panels.
+pub fn render_with_phases(title: &str, rows: &[IntervalRow], shades: &[Shade]) -> String {
     let h = TOP + 2.0 * PANEL_H + GAP + 50.0;
     let mut out = String::new();
     let _ = writeln!(
@@ -83,8 +100,8 @@ pub fn render(job: &str, rows: &[IntervalRow]) -> String {
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
-        r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">bkbench: {}</text>"#,
-        escape(job)
+        r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"#,
+        escape(title)
     );
     if rows.is_empty() {
         let _ = writeln!(
@@ -96,6 +113,7 @@ pub fn render(job: &str, rows: &[IntervalRow]) -> String {
         return out;
     }
     let t_max = rows.iter().map(|r| r.t_s).max().unwrap_or(1).max(1) as f64;
+    let t_max = shades.iter().map(|s| s.to_s).fold(t_max, f64::max);
     let colours = [
         (OpKind::Write, "#1f77b4", "write"),
         (OpKind::Read, "#d62728", "read"),
@@ -103,6 +121,24 @@ pub fn render(job: &str, rows: &[IntervalRow]) -> String {
 
     // Throughput panel (linear).
     let p = Panel { y0: TOP, t_max };
+    for (i, sh) in shades.iter().enumerate() {
+        let (x0, x1) = (p.x(sh.from_s.max(0.0)), p.x(sh.to_s.min(t_max)));
+        let colour = SHADES[i % SHADES.len()];
+        for y0 in [TOP, TOP + PANEL_H + GAP] {
+            let _ = writeln!(
+                out,
+                r#"<rect x="{x0:.1}" y="{y0}" width="{:.1}" height="{PANEL_H}" fill="{colour}"/>"#,
+                (x1 - x0).max(0.0)
+            );
+        }
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#555">{}</text>"##,
+            x0 + 2.0,
+            TOP + 12.0 + 11.0 * (i % 3) as f64,
+            escape(&sh.label)
+        );
+    }
     let iops_max = nice_ceiling(rows.iter().map(|r| r.iops as f64).fold(0.0, f64::max));
     axes(&mut out, &p, "requests/s", &linear_ticks(iops_max), |v| {
         p.y0 + PANEL_H - v / iops_max * PANEL_H
@@ -280,6 +316,23 @@ mod tests {
         );
         assert!(!svg.contains("NaN"), "{svg}");
         assert!(!svg.contains("inf"), "{svg}");
+    }
+
+    #[test]
+    fn shades_are_drawn_in_both_panels_and_escaped() {
+        let rows: Vec<IntervalRow> = (1..=5)
+            .map(|t| row(t, OpKind::Write, 100, 300.0, 900.0))
+            .collect();
+        let shades = [Shade {
+            from_s: 2.0,
+            to_s: 3.0,
+            label: "inject 0 {\"fault\": \"eio\"} <x>".into(),
+        }];
+        let svg = render_with_phases("bkchaos: d", &rows, &shades);
+        assert_eq!(svg.matches(SHADES[0]).count(), 2);
+        assert!(svg.contains("&lt;x&gt;"));
+        assert!(svg.contains("bkchaos: d"));
+        assert!(!svg.contains("NaN"), "{svg}");
     }
 
     #[test]

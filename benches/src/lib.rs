@@ -4,12 +4,14 @@
 //! Map: options.rs (option table, value parsers, typed JobSpec) -> jobfile.rs (INI files,
 //! command line, groups) -> job.rs (runs a job over client.rs connections, upgraded to TLS by
 //! tls.rs, paced by ratelimit.rs, measured by stats.rs) -> report.rs (text, JSON, CSV) and
-//! chart.rs (SVG); compare.rs builds the ours-vs-Java-vs-fio table.
+//! chart.rs (SVG); compare.rs builds the ours-vs-Java-vs-fio table. chaos/ is `bkchaos`, the
+//! drill runner (src/bin/bkchaos.rs), on the same client, statistics and chart.
 
 // A benchmark tool, not the bookie: it writes reports and scratch directories with std::fs
 // directly, so it is exempt from ARCHITECTURE.md invariant 1 (see clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+pub mod chaos;
 pub mod chart;
 pub mod client;
 pub mod compare;

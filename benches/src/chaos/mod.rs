@@ -1,0 +1,265 @@
+//! `bkchaos`, the drill runner (issue 14, docs/chaos.md §7): starts the drill's bookies, puts
+//! its load on them, applies its schedule of faults, then verifies every acknowledged entry on
+//! every bookie that acknowledged it, and reports.
+//!
+//! Map: drill.rs (the drill file) -> bookies.rs (the processes and their admin API) ->
+//! load.rs (adds at W/A, reads, per-phase counts) -> verify.rs (the read-back) -> report.rs
+//! (text, JSON, SVG). This file runs one drill from start to verdict.
+
+pub mod bookies;
+pub mod drill;
+pub mod load;
+pub mod report;
+pub mod verify;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bookies::{Bookie, StartConfig};
+use drill::{Action, Drill, Step};
+use load::Load;
+use report::{DrillReport, StepOutcome};
+
+/// The fault bkchaos posts for `power_cut N`: it fires on that bookie's 20th write after, so
+/// writes not yet synced are in flight when it does.
+const POWER_CUT_SPEC: &str = r#"{"op": "write", "fault": "power_cut", "trigger": {"every": 20}}"#;
+/// Arms power-cut bookkeeping from start-up without cutting (docs/chaos.md §2a): what is lost
+/// at the cut is then everything unsynced since the process started.
+const ARM_PLAN: &str = r#"[{"file": "no-file-has-this-name", "fault": "power_cut"}]"#;
+/// How long a power cut may take to fire and the bookie to exit.
+const POWER_CUT_WAIT: Duration = Duration::from_secs(30);
+
+/// How bkchaos runs a drill (from its command line).
+pub struct RunOptions {
+    pub bookie_bin: PathBuf,
+    /// Directories, logs and plans of the bookies.
+    pub dir: PathBuf,
+    /// Extra `KEY=VALUE` bookie settings, after the drill's own.
+    pub sets: Vec<String>,
+}
+
+type Bookies = Arc<Vec<Mutex<Bookie>>>;
+
+fn lock(b: &Mutex<Bookie>) -> std::sync::MutexGuard<'_, Bookie> {
+    b.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `drill` to its verdict. Err only when the drill could not be set up (a bookie that
+/// does not start); everything after start-up is reported.
+pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, String> {
+    std::fs::create_dir_all(&opts.dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.dir.display()))?;
+    let mut sets = drill.sets.clone();
+    let cuts = drill
+        .schedule
+        .iter()
+        .any(|s| matches!(s.action, Action::PowerCut));
+    if cuts {
+        let plan = opts.dir.join("arm-power-cut.json");
+        std::fs::write(&plan, ARM_PLAN)
+            .map_err(|e| format!("cannot write {}: {e}", plan.display()))?;
+        sets.push(format!("chaosFaultPlan={}", plan.display()));
+    }
+    sets.extend(opts.sets.iter().cloned());
+    let cfg = Arc::new(StartConfig {
+        bin: opts.bookie_bin.clone(),
+        chaos: drill.chaos,
+        sets,
+    });
+    let mut procs = Vec::new();
+    for i in 0..drill.bookies {
+        let mut b = Bookie::new(&opts.dir, i)?;
+        b.start(&cfg)?;
+        procs.push(Mutex::new(b));
+    }
+    let bookies: Bookies = Arc::new(procs);
+    {
+        let bookies = bookies.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), String> {
+            for b in bookies.iter() {
+                let mut b = lock(b);
+                b.wait_serving()
+                    .map_err(|e| format!("{e}\n{}", b.log_tail(20)))?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    }
+    let addrs = bookies.iter().map(|b| lock(b).addr()).collect();
+    let load = Load::new(drill.clone(), addrs);
+
+    let schedule = {
+        let (load, bookies, cfg) = (load.clone(), bookies.clone(), cfg.clone());
+        tokio::spawn(async move { run_schedule(&load, &bookies, &cfg).await })
+    };
+    load.run().await;
+    let load_ended = load.t0.elapsed();
+    let steps = schedule.await.map_err(|e| e.to_string())?;
+
+    // Settle: every bookie running and serving before the read-back.
+    let settle = {
+        let (bookies, cfg) = (bookies.clone(), cfg.clone());
+        tokio::task::spawn_blocking(move || settle(&bookies, &cfg))
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    let read_faults: Vec<bool> = (0..drill.bookies)
+        .map(|b| {
+            drill
+                .schedule
+                .iter()
+                .any(|s| s.bookie == b && s.action.injects_read_errors())
+        })
+        .collect();
+    let verify_started = Instant::now();
+    let verdict = verify::verify(&load, &read_faults).await;
+    let (phases, seconds) = load.measured();
+    let comebacks = load
+        .comebacks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    Ok(DrillReport::new(
+        &drill,
+        steps,
+        settle,
+        &phases,
+        &seconds,
+        &comebacks,
+        verdict,
+        load_ended,
+        verify_started.elapsed(),
+    ))
+}
+
+/// Applies each step at its time; returns what each did.
+async fn run_schedule(
+    load: &Arc<Load>,
+    bookies: &Bookies,
+    cfg: &Arc<StartConfig>,
+) -> Vec<StepOutcome> {
+    let mut out = Vec::new();
+    for step in load.drill.schedule.clone() {
+        tokio::time::sleep_until((load.t0 + step.at).into()).await;
+        let at = load.t0.elapsed();
+        if matches!(step.action, Action::Restart) {
+            load.restarted(step.bookie);
+        }
+        let result = {
+            let (bookies, cfg, step) = (bookies.clone(), cfg.clone(), step.clone());
+            tokio::task::spawn_blocking(move || apply(&bookies, &cfg, &step))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()))
+        };
+        out.push(StepOutcome {
+            planned_s: step.at.as_secs_f64(),
+            at_s: at.as_secs_f64(),
+            step: step.describe(),
+            ok: result.is_ok(),
+            result: result.unwrap_or_else(|e| format!("FAILED: {e}")),
+        });
+    }
+    out
+}
+
+/// One step, blocking; a description of what happened.
+fn apply(bookies: &Bookies, cfg: &StartConfig, step: &Step) -> Result<String, String> {
+    let mut b = lock(&bookies[step.bookie]);
+    match &step.action {
+        Action::Inject(spec) => post_fault(&b, spec),
+        Action::Clear => match b.admin("DELETE", "/api/v1/chaos/faults", "")? {
+            (200, body) => Ok(
+                match serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["cleared"].as_u64())
+                {
+                    Some(n) => format!("{n} fault(s) cleared"),
+                    None => format!("cleared: {}", body.trim()),
+                },
+            ),
+            (code, body) => Err(format!("DELETE answered {code}: {}", body.trim())),
+        },
+        Action::PowerCut => {
+            let posted = post_fault(&b, POWER_CUT_SPEC)?;
+            let t = Instant::now();
+            match b.wait_exit(POWER_CUT_WAIT) {
+                Some(status) => Ok(format!(
+                    "{posted}; the bookie exited {:.2} s later ({status})",
+                    t.elapsed().as_secs_f64()
+                )),
+                None => Err(format!(
+                    "{posted}; the bookie was still running {POWER_CUT_WAIT:?} later (no write reached it?)"
+                )),
+            }
+        }
+        Action::Kill => {
+            b.kill()?;
+            Ok("SIGKILLed".into())
+        }
+        Action::Stop => {
+            b.signal(libc::SIGSTOP)?;
+            Ok("SIGSTOPped".into())
+        }
+        Action::Cont => {
+            b.signal(libc::SIGCONT)?;
+            Ok("SIGCONTinued".into())
+        }
+        Action::Restart => {
+            let was = if b.is_running() {
+                b.kill()?;
+                "SIGKILLed, started again".to_string()
+            } else {
+                format!(
+                    "started again (it had exited: {})",
+                    b.last_exit.map(|s| s.to_string()).unwrap_or_default()
+                )
+            };
+            b.start(cfg)?;
+            let took = b.wait_serving()?;
+            Ok(format!("{was}; serving after {:.2} s", took.as_secs_f64()))
+        }
+    }
+}
+
+fn post_fault(b: &Bookie, spec: &str) -> Result<String, String> {
+    match b.admin("POST", "/api/v1/chaos/faults", spec)? {
+        (200 | 201, body) => {
+            let id = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["id"].as_u64());
+            Ok(match id {
+                Some(id) => format!("fault #{id} injected"),
+                None => format!("fault injected: {}", body.trim()),
+            })
+        }
+        (code, body) => Err(format!("POST {spec} answered {code}: {}", body.trim())),
+    }
+}
+
+/// Continues stopped bookies and starts exited ones; what it did, one line per bookie.
+fn settle(bookies: &Bookies, cfg: &StartConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in bookies.iter() {
+        let mut b = lock(m);
+        let i = b.index;
+        if b.stopped {
+            match b.signal(libc::SIGCONT) {
+                Ok(()) => out.push(format!("bookie {i}: SIGCONTinued")),
+                Err(e) => out.push(format!("bookie {i}: {e}")),
+            }
+        }
+        if !b.is_running() {
+            let why = b.last_exit.map(|s| s.to_string()).unwrap_or_default();
+            match b.start(cfg).and_then(|()| b.wait_serving()) {
+                Ok(t) => out.push(format!(
+                    "bookie {i}: had exited ({why}), started again, serving after {:.2} s",
+                    t.as_secs_f64()
+                )),
+                Err(e) => out.push(format!("bookie {i}: had exited ({why}), cannot start: {e}")),
+            }
+        }
+    }
+    out
+}
