@@ -23,7 +23,7 @@
  * (plaintext, TLS without a client certificate, a certificate of an untrusted CA, an expired
  * one, one with no role, one with another role) sends a direct add (of a fresh ledger) and a
  * direct read (of the authorized ledger) to one bookie through the client's BookieClient, each
- * from a new client, and must get exactly the client rc REFUSALS lists for its case, op and
+ * from a new client, and must get one of the client rcs REFUSALS lists for its case, op and
  * mode: what the stock client gets from the stock Java bookie (measured, see REFUSALS), which
  * a bookie-rs must give as well. Afterwards the authorized clients are still served.
  */
@@ -39,6 +39,8 @@ import java.util.LinkedHashMap;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -100,10 +102,15 @@ final class Tls {
 
             // A client that trusts another CA: the bookie's chain is checked, so neither a
             // direct add nor a direct read gets through (the client fails the handshake).
-            BookKeeper distrust = sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.otherCaCert()));
+            // Each probe is the first request of a new client: the stock PerChannelBookieClient's
+            // channelInactive errors out *every* pending op with BookieHandleNotAvailable, also one
+            // queued for the next connection, so a read sent right after the failed add on the
+            // same client could get -8 from the first connection's late close (seen in CI).
             BookieId b0 = BookieId.parse(side.bookies().get(0).bookieId());
-            int add = rawAdd(distrust, b0, PROBE_LEDGER + 99, ctx.v2);
-            int read = rawRead(distrust, b0, tlsLedger);
+            int add = rawAdd(sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.otherCaCert())),
+                    b0, PROBE_LEDGER + 99, ctx.v2);
+            int read = rawRead(sctx.newClient(tlsClient(certs, TlsCerts.Client.AUTHORIZED, certs.otherCaCert())),
+                    b0, tlsLedger);
             Check.eq("direct add / read by a client that trusts only another CA, to " + b0,
                     name(BKException.Code.SecurityException) + " / " + name(BKException.Code.SecurityException),
                     name(add) + " / " + name(read));
@@ -120,35 +127,44 @@ final class Tls {
     }
 
     /**
-     * Client rc of a direct add and a direct read (the stock client's per-bookie BookieClient,
+     * Client rcs of a direct add and a direct read (the stock client's per-bookie BookieClient,
      * so the quorum logic does not hide the bookie's answer) to one bookie of 4 stock Java
      * bookies with BookieAuthZFactory (authorizedRoles=pulsar), per case: {add v2, read v2,
-     * add v3, read v3}. The add is entry 0 of a ledger no one wrote (probeLedger), with a good
-     * digest; the read is entry 0 of a closed ledger the authorized client wrote on every
-     * bookie; each is the first request of a new client. Measured with tests/interop/run.sh --impl java
-     * --scenario 17 (2026-12-01, stock 4.17.3 client and bookie, JDK 17, Netty OpenSSL
-     * provider, TLS 1.3); a bookie-rs must give the same.
+     * add v3, read v3}, each the set of codes accepted. The add is entry 0 of a ledger no one
+     * wrote (probeLedger), with a good digest; the read is entry 0 of a closed ledger the
+     * authorized client wrote on every bookie; each is the first request of a new client.
+     * Measured with tests/interop/run.sh --impl java --scenario 17 (2026-12-01, stock 4.17.3
+     * client and bookie, JDK 17, Netty OpenSSL provider, TLS 1.3); a bookie-rs must give the same.
      * (Through LedgerHandle the refused adds never complete: the client retries the ensemble
      * change for good, so the scenario asks one bookie directly.)
      */
-    static final Map<Refused, int[]> REFUSALS = new LinkedHashMap<>();
+    static final Map<Refused, List<Set<Integer>>> REFUSALS = new LinkedHashMap<>();
 
     static {
-        int eua = BKException.Code.UnauthorizedAccessException;
-        int gone = BKException.Code.BookieHandleNotAvailableException;
+        Set<Integer> eua = Set.of(BKException.Code.UnauthorizedAccessException);
         // No START_TLS: BookieAuthZFactory's pre-authorization gate answers EUA (AuthHandler).
-        REFUSALS.put(Refused.PLAINTEXT, new int[] {eua, eua, eua, eua});
-        // The bookie fails the handshake on the client's certificate (or its absence). With
-        // TLS 1.3 the client has finished its side already, sent the request, and then sees
-        // the bookie's alert and the connection close: BookieHandleNotAvailable, not Security.
-        REFUSALS.put(Refused.NO_CLIENT_CERT, new int[] {gone, gone, gone, gone});
-        REFUSALS.put(Refused.UNTRUSTED_CA, new int[] {gone, gone, gone, gone});
-        REFUSALS.put(Refused.EXPIRED, new int[] {gone, gone, gone, gone});
+        REFUSALS.put(Refused.PLAINTEXT, List.of(eua, eua, eua, eua));
+        // The bookie fails the handshake on the client's certificate (or its absence) and sends
+        // an alert. With TLS 1.3 the client has finished its side already; which of two stock
+        // PerChannelBookieClient handlers reaches the op first decides its code, and that is
+        // the client's own timing, not the bookie's answer:
+        //  - the handshake-success listener sent the request before the alert was read: the
+        //    close errors out the outstanding request, BookieHandleNotAvailable (-8; the Java
+        //    bookie's answer in every run so far);
+        //  - the alert was read first: exceptionCaught's SSLException branch errors out the
+        //    still-pending op, SecurityException (-24; seen once from a bookie-rs in CI, whose
+        //    alert comes sooner).
+        // Either is a refusal in the handshake; an EUA (a refusal after it) or OK fails the row.
+        Set<Integer> inHandshake = Set.of(BKException.Code.BookieHandleNotAvailableException,
+                BKException.Code.SecurityException);
+        REFUSALS.put(Refused.NO_CLIENT_CERT, List.of(inHandshake, inHandshake, inHandshake, inHandshake));
+        REFUSALS.put(Refused.UNTRUSTED_CA, List.of(inHandshake, inHandshake, inHandshake, inHandshake));
+        REFUSALS.put(Refused.EXPIRED, List.of(inHandshake, inHandshake, inHandshake, inHandshake));
         // Handshake done, authorization refused: the bookie keeps the connection and answers
         // EUA (v2 clients first choke on the bookie's v3 EIO frame, then close; the request
         // already sent still gets its EUA, hence one probe per fresh client).
-        REFUSALS.put(Refused.NO_ROLE, new int[] {eua, eua, eua, eua});
-        REFUSALS.put(Refused.WRONG_ROLE, new int[] {eua, eua, eua, eua});
+        REFUSALS.put(Refused.NO_ROLE, List.of(eua, eua, eua, eua));
+        REFUSALS.put(Refused.WRONG_ROLE, List.of(eua, eua, eua, eua));
     }
 
     static void s17(Ctx ctx) throws Exception {
@@ -170,14 +186,14 @@ final class Tls {
                 int add = rawAdd(sctx.newClient(refusedClient(certs, r)), b0, probeLedger(r, ctx), ctx.v2);
                 int read = rawRead(sctx.newClient(refusedClient(certs, r)), b0, ledger);
                 double secs = (System.nanoTime() - t0) / 1e9;
-                int[] want = REFUSALS.get(r);
-                int wantAdd = want[ctx.v2 ? 0 : 2];
-                int wantRead = want[ctx.v2 ? 1 : 3];
+                List<Set<Integer>> want = REFUSALS.get(r);
+                Set<Integer> wantAdd = want.get(ctx.v2 ? 0 : 2);
+                Set<Integer> wantRead = want.get(ctx.v2 ? 1 : 3);
                 String line = String.format("%s %s: add %s, read %s (%.1f s)", r, ctx.mode, name(add),
                         name(read), secs);
                 got.add(line);
-                if (add != wantAdd || read != wantRead) {
-                    wrong.add(line + "; expected add " + name(wantAdd) + ", read " + name(wantRead));
+                if (!wantAdd.contains(add) || !wantRead.contains(read)) {
+                    wrong.add(line + "; expected add " + names(wantAdd) + ", read " + names(wantRead));
                 }
             }
             System.out.println("interop: s17 " + side.impl().name + " " + ctx.mode + " refusals: "
@@ -344,6 +360,15 @@ final class Tls {
 
     /** Stand-in rc: the request had no answer within 30 s. */
     static final int NO_ANSWER = Integer.MIN_VALUE;
+
+    /** The names of a set of client rcs, "a or b", in code order. */
+    static String names(Set<Integer> rcs) {
+        List<String> out = new ArrayList<>();
+        for (int rc : new TreeSet<>(rcs)) {
+            out.add(name(rc));
+        }
+        return String.join(" or ", out);
+    }
 
     static String name(int rc) {
         if (rc == NO_ANSWER) {
