@@ -52,7 +52,7 @@ fn every_standard_drill_loses_no_acknowledged_entry() {
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("drill"))
         .collect();
     drills.sort();
-    assert!(drills.len() >= 9, "{drills:?}");
+    assert!(drills.len() >= 10, "{drills:?}");
     let tmp = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
     for drill in &drills {
@@ -108,4 +108,35 @@ fn the_verifier_fails_a_bookie_that_acknowledges_before_fdatasync() {
     let lost = r["verdict"]["lost"].as_u64().unwrap();
     assert!(lost > 0, "no loss reported: {}", r["verdict"]);
     assert!(stdout.contains("RESULT: FAIL"), "{stdout}");
+}
+
+#[test]
+#[ignore = "needs BOOKIE_BIN (scripts/test-all.sh runs it)"]
+fn a_bookie_that_exits_unasked_fails_the_drill() {
+    // A failed journal fdatasync is fatal (ARCHITECTURE.md): bookie 0 exits, though no step
+    // kills it. With W3 A2 nothing acknowledged is lost, so only the exit check can fail it.
+    let tmp = tempfile::tempdir().unwrap();
+    let drill = tmp.path().join("fatal-fsync.drill");
+    std::fs::write(
+        &drill,
+        "[drill]\nbookies = 3\nchaos = true\nensemble = 3\nack_quorum = 2\nrate = 200\n\
+         duration = 5s\n[schedule]\n\
+         2s = inject 0 {\"dir\": \"journal\", \"op\": \"fdatasync\", \"fault\": \"eio\"}\n",
+    )
+    .unwrap();
+    let json = tmp.path().join("report.json");
+    let out = bkchaos(&drill, &[], &json);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r = report(&json);
+    assert_eq!(r["verdict"]["lost"], 0, "{}", r["verdict"]);
+    let problems = r["problems"].as_array().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.as_str().unwrap().starts_with("bookie 0 exited")),
+        "{problems:?}"
+    );
+    assert!(stdout.contains("PROBLEM: bookie 0 exited"), "{stdout}");
 }

@@ -1,6 +1,7 @@
-//! The bookies of a drill: bookie-rs processes `bkchaos` starts in standalone mode, each on
-//! its own directories and ports, which the schedule kills, stops, restarts and injects
-//! faults into (through the admin API of docs/chaos.md §3).
+//! The bookies of a drill: bookie-rs processes `bkchaos` starts, each on its own directories
+//! and ports, which the schedule kills, stops, restarts and injects faults into (through the
+//! admin API of docs/chaos.md §3). Standalone, or registered in the drill's ZooKeeper
+//! (`zookeeper = true`, zookeeper.rs) as `127.0.0.1:<port>`.
 //!
 //! Invariants:
 //! - A bookie keeps its port, admin port and directories across restarts, so clients
@@ -38,10 +39,12 @@ pub struct StartConfig {
     pub bin: PathBuf,
     pub chaos: bool,
     pub sets: Vec<String>,
+    /// The drill's ZooKeeper (`metadataServiceUri`); None: standalone.
+    pub metadata_service_uri: Option<String>,
 }
 
 /// A free TCP port on loopback (bound, then released).
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let l =
         TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
     l.local_addr()
@@ -71,6 +74,11 @@ impl Bookie {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The id it registers with (advertisedAddress=127.0.0.1): its address.
+    pub fn bookie_id(&self) -> String {
+        self.addr()
+    }
+
     fn admin_addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.http_port))
     }
@@ -90,7 +98,17 @@ impl Bookie {
             .try_clone()
             .map_err(|e| format!("{}: {e}", self.log.display()))?;
         let mut cmd = Command::new(&cfg.bin);
-        cmd.args(["--standalone", "--data-dir"])
+        match &cfg.metadata_service_uri {
+            None => {
+                cmd.arg("--standalone");
+            }
+            Some(uri) => {
+                cmd.args(["--metadata-service-uri", uri])
+                    .args(["--set", "advertisedAddress=127.0.0.1"])
+                    .args(["--set", "allowLoopback=true"]);
+            }
+        }
+        cmd.arg("--data-dir")
             .arg(&self.data)
             .args(["--port", &self.port.to_string()])
             .args(["--set", "httpServerEnabled=true"])

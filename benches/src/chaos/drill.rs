@@ -8,6 +8,7 @@
 //! description = power cut on one bookie of three under 1 KiB adds
 //! bookies = 3            ; bookie-rs bookies bkchaos starts (standalone, own dirs and ports)
 //! chaos = true           ; start them with chaosEnabled=true (inject and power_cut need it)
+//! zookeeper = false      ; true: start a ZooKeeper and register the bookies in it
 //! protocol = v2          ; v2 | v3
 //! ensemble = 3           ; W: each entry is written to this many bookies ...
 //! ack_quorum = 2         ; A: ... and counted acknowledged when this many answered OK
@@ -28,11 +29,14 @@
 //! `power_cut N` (injects a power cut on the next journal write: the bookie loses what it
 //! had not fdatasynced and aborts), `kill N` (SIGKILL), `stop N` / `cont N` (SIGSTOP /
 //! SIGCONT, a hung node), `restart N` (SIGKILL if still running, then start on the same
-//! directories and ports).
+//! directories and ports), `zk_stop` / `zk_start` (no bookie index: stop the drill's
+//! ZooKeeper; start it again on its port and data, then wait until every bookie is registered
+//! again).
 //!
 //! Invariants: every error names the file's line and what was expected; a drill that parses
 //! is runnable (indices within `bookies`, `ack_quorum <= ensemble <= bookies`, schedule times
-//! within `duration`, inject and power_cut only with `chaos = true`).
+//! within `duration`, inject and power_cut only with `chaos = true`, zk_stop and zk_start only
+//! with `zookeeper = true` and in turn).
 
 use std::time::Duration;
 
@@ -46,6 +50,8 @@ pub struct Drill {
     pub description: String,
     pub bookies: usize,
     pub chaos: bool,
+    /// Start a ZooKeeper and register the bookies in it (zookeeper.rs).
+    pub zookeeper: bool,
     pub protocol: Protocol,
     pub ensemble: usize,
     pub ack_quorum: usize,
@@ -66,6 +72,7 @@ pub struct Drill {
 pub struct Step {
     /// Since the load started.
     pub at: Duration,
+    /// The bookie it acts on; 0 for the ZooKeeper actions, which act on none.
     pub bookie: usize,
     pub action: Action,
 }
@@ -83,6 +90,10 @@ pub enum Action {
     Stop,
     Cont,
     Restart,
+    /// Stop the drill's ZooKeeper.
+    ZkStop,
+    /// Start it again, then wait until every bookie is registered again.
+    ZkStart,
 }
 
 impl Action {
@@ -96,7 +107,19 @@ impl Action {
             Action::Stop => "stop",
             Action::Cont => "cont",
             Action::Restart => "restart",
+            Action::ZkStop => "zk_stop",
+            Action::ZkStart => "zk_start",
         }
+    }
+
+    /// Whether the action is on the drill's ZooKeeper, not on a bookie.
+    pub fn on_zookeeper(&self) -> bool {
+        matches!(self, Action::ZkStop | Action::ZkStart)
+    }
+
+    /// Whether the action ends the bookie's process on purpose (then its exit is expected).
+    pub fn ends_the_process(&self) -> bool {
+        matches!(self, Action::PowerCut | Action::Kill | Action::Restart)
     }
 
     /// Whether the action may leave reads of this bookie answering EIO on purpose: then an
@@ -121,6 +144,7 @@ impl Step {
     pub fn describe(&self) -> String {
         match &self.action {
             Action::Inject(spec) => format!("inject {} {spec}", self.bookie),
+            other if other.on_zookeeper() => other.verb().to_string(),
             other => format!("{} {}", other.verb(), self.bookie),
         }
     }
@@ -133,6 +157,7 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
         description: String::new(),
         bookies: 3,
         chaos: false,
+        zookeeper: false,
         protocol: Protocol::V2,
         ensemble: 3,
         ack_quorum: 2,
@@ -185,6 +210,7 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
                 "description" => d.description = value.to_string(),
                 "bookies" => d.bookies = count(value, 1, 64).map_err(at)?,
                 "chaos" => d.chaos = boolean(value).map_err(at)?,
+                "zookeeper" => d.zookeeper = boolean(value).map_err(at)?,
                 "protocol" => {
                     d.protocol = match value.to_ascii_lowercase().as_str() {
                         "v2" => Protocol::V2,
@@ -235,8 +261,28 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
             d.ack_quorum, d.ensemble
         ));
     }
+    // zk_stop and zk_start alternate, in time order: whether ZooKeeper is down.
+    steps.sort_by_key(|s| s.1);
+    let mut zk_down = false;
     for (n, at, text) in steps {
         let step = parse_step(at, &text).map_err(|e| format!("line {n}: {e}"))?;
+        if step.action.on_zookeeper() {
+            if !d.zookeeper {
+                return Err(format!(
+                    "line {n}: {} needs zookeeper = true in [drill]",
+                    step.action.verb()
+                ));
+            }
+            let stops = matches!(step.action, Action::ZkStop);
+            if stops == zk_down {
+                return Err(format!(
+                    "line {n}: {} while ZooKeeper is already {}",
+                    step.action.verb(),
+                    if zk_down { "stopped" } else { "running" }
+                ));
+            }
+            zk_down = stops;
+        }
         if step.bookie >= d.bookies {
             return Err(format!(
                 "line {n}: bookie {} does not exist (bookies = {}, counted from 0)",
@@ -261,14 +307,31 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
         }
         d.schedule.push(step);
     }
-    // Stable: steps at the same time keep the file's order.
-    d.schedule.sort_by_key(|s| s.at);
+    // Sorted above; stable: steps at the same time keep the file's order.
     Ok(d)
 }
 
 fn parse_step(at: Duration, text: &str) -> Result<Step, String> {
     let mut parts = text.splitn(3, char::is_whitespace);
     let verb = parts.next().unwrap_or_default();
+    if verb == "zk_stop" || verb == "zk_start" {
+        if let Some(extra) = parts.next().filter(|p| !p.trim().is_empty()) {
+            return Err(format!(
+                "'{verb}' takes no bookie index or argument, got '{}'",
+                extra.trim()
+            ));
+        }
+        let action = if verb == "zk_stop" {
+            Action::ZkStop
+        } else {
+            Action::ZkStart
+        };
+        return Ok(Step {
+            at,
+            bookie: 0,
+            action,
+        });
+    }
     let bookie: usize = parts
         .next()
         .ok_or_else(|| format!("'{verb}' needs a bookie index"))?
@@ -293,7 +356,7 @@ fn parse_step(at: Duration, text: &str) -> Result<Step, String> {
         "restart" => Action::Restart,
         other => {
             return Err(format!(
-                "unknown action '{other}' (inject, clear, power_cut, kill, stop, cont, restart)"
+                "unknown action '{other}' (inject, clear, power_cut, kill, stop, cont, restart, zk_stop, zk_start)"
             ))
         }
     };
@@ -371,6 +434,19 @@ set = journalMaxGroupWaitMSec=2
     }
 
     #[test]
+    fn zookeeper_actions_have_no_bookie() {
+        let d = parse_drill(
+            "zk",
+            "[drill]\nzookeeper = true\nduration = 9s\n[schedule]\n5s = zk_start\n2s = zk_stop\n",
+        )
+        .unwrap();
+        assert!(d.zookeeper);
+        let steps: Vec<String> = d.schedule.iter().map(Step::describe).collect();
+        assert_eq!(steps, ["zk_stop", "zk_start"]);
+        assert!(d.schedule.iter().all(|s| s.action.on_zookeeper()));
+    }
+
+    #[test]
     fn errors_name_the_line_and_the_problem() {
         let cases = [
             (
@@ -401,6 +477,18 @@ set = journalMaxGroupWaitMSec=2
                 "[drill]\n[schedule]\n1s = kill 0 now\n",
                 "takes no argument",
             ),
+            (
+                "[drill]\n[schedule]\n1s = zk_stop\n",
+                "needs zookeeper = true",
+            ),
+            (
+                "[drill]\nzookeeper = true\n[schedule]\n2s = zk_stop\n1s = zk_start\n",
+                "line 5: zk_start while ZooKeeper is already running",
+            ),
+            (
+                "[drill]\nzookeeper = true\n[schedule]\n1s = zk_stop 0\n",
+                "takes no bookie index",
+            ),
             ("[other]\n", "unknown section"),
             ("bookies = 3\n", "outside any section"),
             ("", "no [drill] section"),
@@ -408,6 +496,33 @@ set = journalMaxGroupWaitMSec=2
         for (text, want) in cases {
             let err = parse_drill("x", text).unwrap_err();
             assert!(err.contains(want), "{text:?}: got '{err}', want '{want}'");
+        }
+    }
+
+    /// Drill files are an operator's own, but a typo must give an error, never a panic:
+    /// truncations and byte changes of a drill, seeded.
+    #[test]
+    fn damaged_drills_give_errors_not_panics() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(14);
+        let base = format!("{POWER_CUT}zookeeper = true\n7s = zk_stop\n8s = zk_start\n");
+        let alphabet = b"[]=;#{}\" 0123456789abkmsz_.-\n\t\xff";
+        for _ in 0..20_000 {
+            let mut bytes = base.as_bytes().to_vec();
+            for _ in 0..rng.random_range(1..6) {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = rng.random_range(0..bytes.len());
+                match rng.random_range(0..3) {
+                    0 => bytes[i] = alphabet[rng.random_range(0..alphabet.len())],
+                    1 => {
+                        bytes.remove(i);
+                    }
+                    _ => bytes.truncate(i.max(1)),
+                }
+            }
+            let _ = parse_drill("fuzz", &String::from_utf8_lossy(&bytes));
         }
     }
 
@@ -425,6 +540,6 @@ set = journalMaxGroupWaitMSec=2
             parse_drill(name, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             n += 1;
         }
-        assert!(n >= 8, "only {n} standard drills in {dir}");
+        assert!(n >= 10, "only {n} standard drills in {dir}");
     }
 }

@@ -2,15 +2,22 @@
 //! its load on them, applies its schedule of faults, then verifies every acknowledged entry on
 //! every bookie that acknowledged it, and reports.
 //!
-//! Map: drill.rs (the drill file) -> bookies.rs (the processes and their admin API) ->
-//! load.rs (adds at W/A, reads, per-phase counts) -> verify.rs (the read-back) -> report.rs
-//! (text, JSON, SVG). This file runs one drill from start to verdict.
+//! Map: drill.rs (the drill file) -> bookies.rs (the processes and their admin API) and
+//! zookeeper.rs (the drill's ZooKeeper, `zookeeper = true`) -> load.rs (adds at W/A, reads,
+//! per-phase counts) -> verify.rs (the read-back) -> report.rs (text, JSON, SVG). This file
+//! runs one drill from start to verdict.
+//!
+//! A drill passes when every acknowledged copy reads back (verify.rs), every scheduled step
+//! did what it says, and nothing else went wrong on the way: no bookie exited that no step
+//! ended (kill, power_cut, restart), and with a ZooKeeper every bookie is registered at the
+//! end.
 
 pub mod bookies;
 pub mod drill;
 pub mod load;
 pub mod report;
 pub mod verify;
+pub mod zookeeper;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -20,6 +27,7 @@ use bookies::{Bookie, StartConfig};
 use drill::{Action, Drill, Step};
 use load::Load;
 use report::{DrillReport, StepOutcome};
+use zookeeper::ZooKeeper;
 
 /// The fault bkchaos posts for `power_cut N`: it fires on that bookie's 20th write after, so
 /// writes not yet synced are in flight when it does.
@@ -40,6 +48,8 @@ pub struct RunOptions {
 }
 
 type Bookies = Arc<Vec<Mutex<Bookie>>>;
+/// The drill's ZooKeeper, when it has one.
+type Zk = Arc<Mutex<Option<ZooKeeper>>>;
 
 fn lock(b: &Mutex<Bookie>) -> std::sync::MutexGuard<'_, Bookie> {
     b.lock().unwrap_or_else(|p| p.into_inner())
@@ -62,10 +72,17 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         sets.push(format!("chaosFaultPlan={}", plan.display()));
     }
     sets.extend(opts.sets.iter().cloned());
+    let zk: Zk = Arc::new(Mutex::new(if drill.zookeeper {
+        Some(ZooKeeper::start_new(&opts.dir.join("zookeeper")).await?)
+    } else {
+        None
+    }));
+    let zk_addr = lock_zk(&zk).as_ref().map(ZooKeeper::addr);
     let cfg = Arc::new(StartConfig {
         bin: opts.bookie_bin.clone(),
         chaos: drill.chaos,
         sets,
+        metadata_service_uri: lock_zk(&zk).as_ref().map(ZooKeeper::metadata_service_uri),
     });
     let mut procs = Vec::new();
     for i in 0..drill.bookies {
@@ -87,24 +104,40 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         .await
         .map_err(|e| e.to_string())??;
     }
+    if let Some(addr) = &zk_addr {
+        let ids: Vec<String> = bookies.iter().map(|b| lock(b).bookie_id()).collect();
+        zookeeper::wait_registered(addr, &ids)
+            .await
+            .map_err(|e| format!("before the load: {e}"))?;
+    }
     let addrs = bookies.iter().map(|b| lock(b).addr()).collect();
     let load = Load::new(drill.clone(), addrs);
 
     let schedule = {
-        let (load, bookies, cfg) = (load.clone(), bookies.clone(), cfg.clone());
-        tokio::spawn(async move { run_schedule(&load, &bookies, &cfg).await })
+        let (load, bookies, cfg, zk) = (load.clone(), bookies.clone(), cfg.clone(), zk.clone());
+        tokio::spawn(async move { run_schedule(&load, &bookies, &cfg, &zk).await })
     };
     load.run().await;
     let load_ended = load.t0.elapsed();
     let steps = schedule.await.map_err(|e| e.to_string())?;
 
-    // Settle: every bookie running and serving before the read-back.
-    let settle = {
-        let (bookies, cfg) = (bookies.clone(), cfg.clone());
-        tokio::task::spawn_blocking(move || settle(&bookies, &cfg))
+    // Settle: every bookie running and serving (and ZooKeeper up) before the read-back.
+    let (mut settle, mut problems) = {
+        let (bookies, cfg, zk, drill) = (bookies.clone(), cfg.clone(), zk.clone(), drill.clone());
+        tokio::task::spawn_blocking(move || settle(&drill, &bookies, &cfg, &zk))
             .await
             .map_err(|e| e.to_string())?
     };
+    if let Some(addr) = &zk_addr {
+        let ids: Vec<String> = bookies.iter().map(|b| lock(b).bookie_id()).collect();
+        match zookeeper::wait_registered(addr, &ids).await {
+            Ok(t) => settle.push(format!(
+                "every bookie registered in ZooKeeper ({:.2} s)",
+                t.as_secs_f64()
+            )),
+            Err(e) => problems.push(format!("after the load: {e}")),
+        }
+    }
     let read_faults: Vec<bool> = (0..drill.bookies)
         .map(|b| {
             drill
@@ -125,6 +158,7 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         &drill,
         steps,
         settle,
+        problems,
         &phases,
         &seconds,
         &comebacks,
@@ -139,6 +173,7 @@ async fn run_schedule(
     load: &Arc<Load>,
     bookies: &Bookies,
     cfg: &Arc<StartConfig>,
+    zk: &Zk,
 ) -> Vec<StepOutcome> {
     let mut out = Vec::new();
     for step in load.drill.schedule.clone() {
@@ -147,7 +182,9 @@ async fn run_schedule(
         if matches!(step.action, Action::Restart) {
             load.restarted(step.bookie);
         }
-        let result = {
+        let result = if step.action.on_zookeeper() {
+            apply_zk(bookies, cfg, zk, &step.action).await
+        } else {
             let (bookies, cfg, step) = (bookies.clone(), cfg.clone(), step.clone());
             tokio::task::spawn_blocking(move || apply(&bookies, &cfg, &step))
                 .await
@@ -162,6 +199,100 @@ async fn run_schedule(
         });
     }
     out
+}
+
+fn lock_zk(z: &Zk) -> std::sync::MutexGuard<'_, Option<ZooKeeper>> {
+    z.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The bookies' ZooKeeper session timeout: their `zkTimeout` setting (the last one given),
+/// else the stock 10 s.
+fn session_timeout(cfg: &StartConfig) -> Duration {
+    cfg.sets
+        .iter()
+        .rev()
+        .find_map(|kv| kv.strip_prefix("zkTimeout="))
+        .and_then(|v| v.trim().parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(10))
+}
+
+/// `zk_stop` / `zk_start`; a description of what happened. `zk_start` returns once every
+/// bookie that is running and not SIGSTOPped is registered again.
+///
+/// "Registered again" is checked one session timeout (plus ZooKeeper's expiry tick, 2 s, and
+/// a margin) after ZooKeeper answers: a restarted server restores the sessions of before the
+/// outage and keeps their ephemeral nodes until they expire, one timeout later, unless their
+/// client resumes them. So a registration seen sooner may be the node of a session the
+/// bookie gave up (bookie-rs's client declares its session expired during a long outage and
+/// registers anew, waiting for the old node to go); one seen after is owned by a live
+/// session, resumed or new. The report says which: `zk_stop` notes each node's owner first.
+async fn apply_zk(
+    bookies: &Bookies,
+    cfg: &StartConfig,
+    zk: &Zk,
+    action: &Action,
+) -> Result<String, String> {
+    let start = matches!(action, Action::ZkStart);
+    if !start {
+        // Who owns each registration now, while ZooKeeper still answers.
+        let addr = lock_zk(zk).as_ref().map(ZooKeeper::addr);
+        if let Some(addr) = addr {
+            let ids: Vec<String> = bookies.iter().map(|b| lock(b).bookie_id()).collect();
+            let owners = zookeeper::owners(&addr, &ids).await?;
+            if let Some(z) = lock_zk(zk).as_mut() {
+                z.owners_before_stop = owners;
+            }
+        }
+    }
+    let (addr, took) = {
+        let zk = zk.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut g = lock_zk(&zk);
+            let z = g
+                .as_mut()
+                .ok_or("the drill has no ZooKeeper (zookeeper = true)")?;
+            let took = if start {
+                Some(z.start()?)
+            } else {
+                z.stop().map(|()| None)?
+            };
+            Ok::<_, String>((z.addr(), took))
+        })
+        .await
+        .map_err(|e| e.to_string())??
+    };
+    let Some(took) = took else {
+        return Ok(format!("ZooKeeper {addr} stopped"));
+    };
+    let expiry = session_timeout(cfg) + Duration::from_secs(5);
+    tokio::time::sleep(expiry).await;
+    let ids: Vec<String> = bookies
+        .iter()
+        .filter_map(|b| {
+            let mut b = lock(b);
+            (b.is_running() && !b.stopped).then(|| b.bookie_id())
+        })
+        .collect();
+    let again = zookeeper::wait_registered(&addr, &ids)
+        .await
+        .map_err(|e| format!("ZooKeeper {addr} serving again: {e}"))?;
+    let before = lock_zk(zk)
+        .as_ref()
+        .map(|z| z.owners_before_stop.clone())
+        .unwrap_or_default();
+    let now = zookeeper::owners(&addr, &ids).await?;
+    let resumed = now
+        .iter()
+        .filter(|(id, owner)| owner.is_some() && before.iter().any(|(b, o)| b == id && o == owner))
+        .count();
+    Ok(format!(
+        "ZooKeeper {addr} serving after {:.2} s; {} bookie(s) registered {:.2} s after it answered (looked from one session timeout on): {} by a new session, {resumed} by a resumed one",
+        took.as_secs_f64(),
+        ids.len(),
+        (expiry + again).as_secs_f64(),
+        ids.len() - resumed
+    ))
 }
 
 /// One step, blocking; a description of what happened.
@@ -220,6 +351,7 @@ fn apply(bookies: &Bookies, cfg: &StartConfig, step: &Step) -> Result<String, St
             let took = b.wait_serving()?;
             Ok(format!("{was}; serving after {:.2} s", took.as_secs_f64()))
         }
+        Action::ZkStop | Action::ZkStart => Err("a ZooKeeper action has no bookie".into()),
     }
 }
 
@@ -238,9 +370,25 @@ fn post_fault(b: &Bookie, spec: &str) -> Result<String, String> {
     }
 }
 
-/// Continues stopped bookies and starts exited ones; what it did, one line per bookie.
-fn settle(bookies: &Bookies, cfg: &StartConfig) -> Vec<String> {
+/// Starts a stopped ZooKeeper, continues stopped bookies and starts exited ones: what it did
+/// (one line each), and the problems found: a bookie that exited though no step ended it.
+fn settle(
+    drill: &Drill,
+    bookies: &Bookies,
+    cfg: &StartConfig,
+    zk: &Zk,
+) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
+    let mut problems = Vec::new();
+    if let Some(z) = lock_zk(zk).as_mut().filter(|z| z.stopped) {
+        match z.start() {
+            Ok(t) => out.push(format!(
+                "ZooKeeper: started again, serving after {:.2} s",
+                t.as_secs_f64()
+            )),
+            Err(e) => problems.push(format!("ZooKeeper: cannot start it again: {e}")),
+        }
+    }
     for m in bookies.iter() {
         let mut b = lock(m);
         let i = b.index;
@@ -252,6 +400,16 @@ fn settle(bookies: &Bookies, cfg: &StartConfig) -> Vec<String> {
         }
         if !b.is_running() {
             let why = b.last_exit.map(|s| s.to_string()).unwrap_or_default();
+            let ended_by_a_step = drill
+                .schedule
+                .iter()
+                .any(|s| s.bookie == i && s.action.ends_the_process());
+            if !ended_by_a_step {
+                problems.push(format!(
+                    "bookie {i} exited ({why}) though no step ended it; the end of its log:\n{}",
+                    b.log_tail(12)
+                ));
+            }
             match b.start(cfg).and_then(|()| b.wait_serving()) {
                 Ok(t) => out.push(format!(
                     "bookie {i}: had exited ({why}), started again, serving after {:.2} s",
@@ -261,5 +419,5 @@ fn settle(bookies: &Bookies, cfg: &StartConfig) -> Vec<String> {
             }
         }
     }
-    out
+    (out, problems)
 }

@@ -71,6 +71,9 @@ pub struct DrillReport {
     pub setup: String,
     pub steps: Vec<StepOutcome>,
     pub settle: Vec<String>,
+    /// What went wrong besides the verdict: a bookie that exited though no step ended it, a
+    /// bookie not registered again (mod.rs). Any fails the drill, as a failed step does.
+    pub problems: Vec<String>,
     pub phases: Vec<Phase>,
     pub recoveries: Vec<Recovery>,
     pub verdict: Verdict,
@@ -92,6 +95,7 @@ impl DrillReport {
         drill: &Drill,
         steps: Vec<StepOutcome>,
         settle: Vec<String>,
+        problems: Vec<String>,
         phases: &[Counts],
         seconds: &[Counts],
         comebacks: &[Comeback],
@@ -200,13 +204,17 @@ impl DrillReport {
             drill.iodepth,
             drill.duration.as_secs_f64()
         );
-        let passed = verdict.passed() && wrong_reads == 0;
+        let passed = verdict.passed()
+            && wrong_reads == 0
+            && problems.is_empty()
+            && steps.iter().all(|s| s.ok);
         DrillReport {
             drill: drill.name.clone(),
             description: drill.description.clone(),
             setup,
             steps,
             settle,
+            problems,
             phases,
             recoveries,
             verdict,
@@ -229,6 +237,9 @@ impl DrillReport {
         }
         for s in &self.settle {
             let _ = writeln!(o, "  settle     {s}");
+        }
+        for p in &self.problems {
+            let _ = writeln!(o, "PROBLEM: {p}");
         }
         let _ = writeln!(
             o,
@@ -323,6 +334,14 @@ impl DrillReport {
                 "PASS: no acknowledged entry lost".to_string()
             } else if v.acknowledged_entries == 0 {
                 "FAIL: nothing was acknowledged, so nothing was proven".to_string()
+            } else if !self.problems.is_empty() || self.steps.iter().any(|s| !s.ok) {
+                format!(
+                    "FAIL: {} problem(s), {} failed step(s); {} copies lost, {} unreachable",
+                    self.problems.len(),
+                    self.steps.iter().filter(|s| !s.ok).count(),
+                    v.lost,
+                    v.unreachable
+                )
             } else {
                 format!(
                     "FAIL: {} copies lost, {} unreachable, {} reads served wrong bytes",
