@@ -8,7 +8,9 @@
 #      then bkbench and the chaos drills (benches/chaos/) against the real bookie binary;
 #   4. a smoke run of every fuzz target (the wire decoders 60 s each, the others shorter);
 #   5. the Java conformance suite (tests/interop/run.sh): every scenario against the stock
-#      Java bookie, and against ours, checked against tests/interop/expected-pass.txt;
+#      Java bookie, and against ours, checked against tests/interop/expected-pass.txt; then the
+#      chaos drills that inject nothing against both bookies (benches/chaos/side-by-side.sh,
+#      on the stock bookie jars that suite's Maven build fetched);
 #   6. stock Pulsar brokers over our bookies: the `ci` rows of tests/pulsar/expected-pass.txt
 #      (tests/pulsar/run.sh --ratchet --impl rust --ci; TLS, ordered, bookie / broker / all killed).
 # Environment knobs: SKIP_FUZZ=1, SKIP_INTEROP=1, SKIP_PULSAR=1 (for local iteration only; CI sets neither),
@@ -62,6 +64,11 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
     # The debug bookie `cargo test` just built: it passes the same pairs, and a release
     # build from scratch would cost CI ten more minutes on two cores.
     INTEROP_RUST_PROFILE=dev tests/interop/run.sh --impl both
+    stage "chaos drills side by side: bookie-rs and the stock Java bookie (benches/chaos/side-by-side.sh)"
+    # kill -9 loop, hung bookie and the 30 s ZooKeeper outage against each, in a ZooKeeper
+    # of their own; every run must lose nothing and have no problem (docs/chaos.md §7).
+    BOOKIE_BIN="$PWD/target/debug/bookie" BKCHAOS="$PWD/target/debug/bkchaos" \
+        benches/chaos/side-by-side.sh "$(mktemp -d "${TMPDIR:-/tmp}/bk-side-by-side.XXXXXX")"
 fi
 if [ "${SKIP_PULSAR:-0}" != 1 ]; then
     stage "stock Pulsar brokers over our bookies (tests/pulsar ratchet, rust rows marked ci)"

@@ -7,6 +7,8 @@
 //! Ignored by default because it needs a built bookie (scripts/test-all.sh runs it):
 //! `BOOKIE_BIN=$PWD/target/debug/bookie cargo test -p bkbench --test chaos_drills -- --ignored --test-threads=1`.
 //! Without BOOKIE_BIN the tests fail (never silently skipped).
+//! The disk-full drill mounts a filesystem per bookie, so this needs root (CI runs as root);
+//! without it that drill fails with bkchaos's "needs root" error.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -52,7 +54,7 @@ fn every_standard_drill_loses_no_acknowledged_entry() {
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("drill"))
         .collect();
     drills.sort();
-    assert!(drills.len() >= 10, "{drills:?}");
+    assert!(drills.len() >= 11, "{drills:?}");
     let tmp = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
     for drill in &drills {
@@ -78,8 +80,36 @@ fn every_standard_drill_loses_no_acknowledged_entry() {
         for s in r["steps"].as_array().unwrap() {
             assert_eq!(s["ok"], true, "{}: {s}", drill.display());
         }
+        if drill.file_stem().and_then(|n| n.to_str()) == Some("disk-full") {
+            disk_full_turns_read_only_and_back(&r);
+        }
     }
     assert!(failed.is_empty(), "drills failed: {failed:#?}");
+}
+
+/// The disk-full drill proves the operator's rule for a really full disk (a ballast file on
+/// bookie 0's own filesystem): bookie 0 refuses adds as read-only while it is full (the drill
+/// already failed if it exited) and acknowledges again after the ballast is deleted, without a
+/// restart.
+fn disk_full_turns_read_only_and_back(r: &serde_json::Value) {
+    let phases = r["phases"].as_array().unwrap();
+    let b0 = |label: &str| {
+        let ph = phases
+            .iter()
+            .find(|p| p["label"] == label)
+            .unwrap_or_else(|| panic!("no phase {label}: {phases:?}"));
+        ph["bookies"][0].clone()
+    };
+    let full = b0("fill 0");
+    assert!(
+        full["errors"]["EREADONLY"].as_u64().unwrap_or(0) > 0,
+        "bookie 0 never refused as read-only while its disk was full: {full}"
+    );
+    let freed = b0("free 0");
+    assert!(
+        freed["ok"].as_u64().unwrap_or(0) > 0,
+        "bookie 0 acknowledged nothing after the ballast was deleted: {freed}"
+    );
 }
 
 #[test]
@@ -139,4 +169,115 @@ fn a_bookie_that_exits_unasked_fails_the_drill() {
         "{problems:?}"
     );
     assert!(stdout.contains("PROBLEM: bookie 0 exited"), "{stdout}");
+}
+
+/// Bookies of "someone else's" cluster: started here, not by bkchaos, with the chaos layer on
+/// (as docs/chaos.md §5 asks of a test cluster). Killed when dropped.
+struct OutsideBookies {
+    children: Vec<std::process::Child>,
+    attach: Vec<String>,
+}
+
+impl Drop for OutsideBookies {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_outside_bookies(dir: &Path, n: usize, extra: &[&str]) -> OutsideBookies {
+    let bin = std::env::var("BOOKIE_BIN")
+        .expect("set BOOKIE_BIN to the bookie binary (this test runs only with --ignored)");
+    let mut out = OutsideBookies {
+        children: Vec::new(),
+        attach: Vec::new(),
+    };
+    for i in 0..n {
+        let (port, http) = (free_port(), free_port());
+        let data = dir.join(format!("outside-{i}"));
+        let log = std::fs::File::create(dir.join(format!("outside-{i}.log"))).unwrap();
+        let mut cmd = Command::new(&bin);
+        cmd.arg("--standalone")
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--port", &port.to_string()])
+            .args(["--set", "httpServerEnabled=true"])
+            .args(["--set", "httpServerHost=127.0.0.1"])
+            .args(["--set", &format!("httpServerPort={http}")])
+            .args(["--set", "chaosEnabled=true"]);
+        for kv in TEST_SETS.iter().chain(extra) {
+            cmd.args(["--set", kv]);
+        }
+        cmd.stdout(log.try_clone().unwrap()).stderr(log);
+        out.children.push(cmd.spawn().expect("start a bookie"));
+        out.attach
+            .push(format!("127.0.0.1:{port}=127.0.0.1:{http}"));
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs BOOKIE_BIN (scripts/test-all.sh runs it)"]
+fn a_drill_runs_against_bookies_it_did_not_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = start_outside_bookies(tmp.path(), 3, &["flushInterval=200"]);
+    let run = |drill: &Path, json: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_bkchaos"))
+            .env("RUST_LOG", "warn")
+            .args(["--attach", &outside.attach.join(",")])
+            .arg("--json")
+            .arg(json)
+            .arg(drill)
+            .output()
+            .expect("run bkchaos")
+    };
+    // EIO injected into bookie 0's ledger reads through its admin API, then cleared: bkchaos
+    // waits until the bookies answer (they are still starting), loads, verifies.
+    let json = tmp.path().join("attached.json");
+    let out = run(&drills_dir().join("ledger-read-eio.drill"), &json);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let r = report(&json);
+    assert_eq!(r["implementation"], "attached");
+    for s in r["steps"].as_array().unwrap() {
+        assert_eq!(s["ok"], true, "{s}");
+    }
+    assert!(
+        r["verdict"]["verified"].as_u64().unwrap() > 0,
+        "{}",
+        r["verdict"]
+    );
+    let eio: u64 = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["reads_eio"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        eio > 0,
+        "the injected EIO never reached a read: {}",
+        r["phases"]
+    );
+    // A step that needs the process is refused before anything runs (exit 2).
+    let out = run(
+        &drills_dir().join("kill9-loop.drill"),
+        &tmp.path().join("x.json"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("needs a bookie bkchaos started"),
+        "{stderr}"
+    );
 }

@@ -9,6 +9,7 @@
 //! bookies = 3            ; bookie-rs bookies bkchaos starts (standalone, own dirs and ports)
 //! chaos = true           ; start them with chaosEnabled=true (inject and power_cut need it)
 //! zookeeper = false      ; true: start a ZooKeeper and register the bookies in it
+//! filesystem = 512m      ; each bookie's data on an ext4 filesystem of its own (needs root)
 //! protocol = v2          ; v2 | v3
 //! ensemble = 3           ; W: each entry is written to this many bookies ...
 //! ack_quorum = 2         ; A: ... and counted acknowledged when this many answered OK
@@ -31,12 +32,13 @@
 //! SIGCONT, a hung node), `restart N` (SIGKILL if still running, then start on the same
 //! directories and ports), `zk_stop` / `zk_start` (no bookie index: stop the drill's
 //! ZooKeeper; start it again on its port and data, then wait until every bookie is registered
-//! again).
+//! again), `fill N` / `free N` (fill bookie N's own filesystem with a ballast file, delete
+//! it; filesystem.rs).
 //!
 //! Invariants: every error names the file's line and what was expected; a drill that parses
 //! is runnable (indices within `bookies`, `ack_quorum <= ensemble <= bookies`, schedule times
 //! within `duration`, inject and power_cut only with `chaos = true`, zk_stop and zk_start only
-//! with `zookeeper = true` and in turn).
+//! with `zookeeper = true` and in turn, fill and free only with `filesystem =`).
 
 use std::time::Duration;
 
@@ -52,6 +54,8 @@ pub struct Drill {
     pub chaos: bool,
     /// Start a ZooKeeper and register the bookies in it (zookeeper.rs).
     pub zookeeper: bool,
+    /// Give each bookie a loop-mounted filesystem of this many bytes (filesystem.rs).
+    pub filesystem: Option<u64>,
     pub protocol: Protocol,
     pub ensemble: usize,
     pub ack_quorum: usize,
@@ -94,6 +98,10 @@ pub enum Action {
     ZkStop,
     /// Start it again, then wait until every bookie is registered again.
     ZkStart,
+    /// Fill the bookie's own filesystem with a ballast file.
+    Fill,
+    /// Delete the ballast file.
+    Free,
 }
 
 impl Action {
@@ -109,6 +117,8 @@ impl Action {
             Action::Restart => "restart",
             Action::ZkStop => "zk_stop",
             Action::ZkStart => "zk_start",
+            Action::Fill => "fill",
+            Action::Free => "free",
         }
     }
 
@@ -158,6 +168,7 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
         bookies: 3,
         chaos: false,
         zookeeper: false,
+        filesystem: None,
         protocol: Protocol::V2,
         ensemble: 3,
         ack_quorum: 2,
@@ -211,6 +222,13 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
                 "bookies" => d.bookies = count(value, 1, 64).map_err(at)?,
                 "chaos" => d.chaos = boolean(value).map_err(at)?,
                 "zookeeper" => d.zookeeper = boolean(value).map_err(at)?,
+                "filesystem" => {
+                    let size = parse_size(value).map_err(at)?;
+                    if !(64 << 20..=64 << 30).contains(&size) {
+                        return Err(at("must be 64 MiB .. 64 GiB".into()));
+                    }
+                    d.filesystem = Some(size);
+                }
                 "protocol" => {
                     d.protocol = match value.to_ascii_lowercase().as_str() {
                         "v2" => Protocol::V2,
@@ -299,6 +317,13 @@ pub fn parse_drill(name: &str, text: &str) -> Result<Drill, String> {
                 step.action.verb()
             ));
         }
+        if matches!(step.action, Action::Fill | Action::Free) && d.filesystem.is_none() {
+            return Err(format!(
+                "line {n}: {} needs filesystem = SIZE in [drill] (it fills the bookie's own \
+                 filesystem, never the host's)",
+                step.action.verb()
+            ));
+        }
         if step.at > d.duration {
             return Err(format!(
                 "line {n}: at {:?} is after the drill's duration {:?}",
@@ -354,9 +379,11 @@ fn parse_step(at: Duration, text: &str) -> Result<Step, String> {
         "stop" => Action::Stop,
         "cont" => Action::Cont,
         "restart" => Action::Restart,
+        "fill" => Action::Fill,
+        "free" => Action::Free,
         other => {
             return Err(format!(
-                "unknown action '{other}' (inject, clear, power_cut, kill, stop, cont, restart, zk_stop, zk_start)"
+                "unknown action '{other}' (inject, clear, power_cut, kill, stop, cont, restart, zk_stop, zk_start, fill, free)"
             ))
         }
     };
@@ -447,6 +474,18 @@ set = journalMaxGroupWaitMSec=2
     }
 
     #[test]
+    fn fill_and_free_act_on_a_bookie_of_its_own_filesystem() {
+        let d = parse_drill(
+            "full",
+            "[drill]\nfilesystem = 512m\n[schedule]\n2s = fill 1\n6s = free 1\n",
+        )
+        .unwrap();
+        assert_eq!(d.filesystem, Some(512 << 20));
+        let steps: Vec<String> = d.schedule.iter().map(Step::describe).collect();
+        assert_eq!(steps, ["fill 1", "free 1"]);
+    }
+
+    #[test]
     fn errors_name_the_line_and_the_problem() {
         let cases = [
             (
@@ -461,6 +500,11 @@ set = journalMaxGroupWaitMSec=2
                 "[drill]\nchaos = true\n[schedule]\n1s = inject 0 {nope\n",
                 "not JSON",
             ),
+            (
+                "[drill]\n[schedule]\n1s = fill 0\n",
+                "needs filesystem = SIZE",
+            ),
+            ("[drill]\nfilesystem = 1m\n", "must be 64 MiB .. 64 GiB"),
             (
                 "[drill]\nduration = 5s\n[schedule]\n6s = kill 0\n",
                 "after the drill's duration",

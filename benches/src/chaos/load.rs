@@ -134,8 +134,10 @@ pub struct Load {
     rr: AtomicU64,
     pub records: Mutex<Vec<Arc<Record>>>,
     measured: Mutex<Measured>,
-    /// Phase boundaries: the schedule's times.
-    bounds: Vec<Duration>,
+    /// Phase boundaries: when each step of the schedule started (`Duration::MAX` until it
+    /// has), not its planned time: a step that waits (a restart until the bookie is
+    /// registered again) delays the ones after it.
+    bounds: Mutex<Vec<Duration>>,
     pub comebacks: Mutex<Vec<Comeback>>,
     digest: DigestManager,
     master_key: MasterKey,
@@ -165,7 +167,7 @@ impl Load {
             .map(|_| rng.random())
             .collect();
         let phases = drill.schedule.len() + 1;
-        let bounds = drill.schedule.iter().map(|s| s.at).collect();
+        let bounds = Mutex::new(vec![Duration::MAX; drill.schedule.len()]);
         Arc::new(Load {
             addrs,
             slots: (0..n)
@@ -191,7 +193,14 @@ impl Load {
     /// The phase a moment falls in: 0 before the first step, i after step i-1.
     fn phase_of(&self, at: Instant) -> usize {
         let t = at.saturating_duration_since(self.t0);
-        self.bounds.iter().filter(|b| **b <= t).count()
+        guard(&self.bounds).iter().filter(|b| **b <= t).count()
+    }
+
+    /// Notes that step `i` of the schedule starts now (its phase begins).
+    pub fn step_started(&self, i: usize) {
+        if let Some(b) = guard(&self.bounds).get_mut(i) {
+            *b = self.t0.elapsed();
+        }
     }
 
     fn count(&self, at: Instant, f: impl Fn(&mut Counts)) {

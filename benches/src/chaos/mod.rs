@@ -3,7 +3,8 @@
 //! every bookie that acknowledged it, and reports.
 //!
 //! Map: drill.rs (the drill file) -> bookies.rs (the processes and their admin API) and
-//! zookeeper.rs (the drill's ZooKeeper, `zookeeper = true`) -> load.rs (adds at W/A, reads,
+//! zookeeper.rs (the drill's ZooKeeper, `zookeeper = true`) and filesystem.rs (each bookie's
+//! own filesystem and its ballast, `filesystem =`) -> load.rs (adds at W/A, reads,
 //! per-phase counts) -> verify.rs (the read-back) -> report.rs (text, JSON, SVG). This file
 //! runs one drill from start to verdict.
 //!
@@ -14,6 +15,7 @@
 
 pub mod bookies;
 pub mod drill;
+pub mod filesystem;
 pub mod load;
 pub mod report;
 pub mod verify;
@@ -23,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bookies::{Bookie, StartConfig};
+use bookies::{Attached, Bookie, Implementation, StartConfig};
 use drill::{Action, Drill, Step};
 use load::Load;
 use report::{DrillReport, StepOutcome};
@@ -40,11 +42,17 @@ const POWER_CUT_WAIT: Duration = Duration::from_secs(30);
 
 /// How bkchaos runs a drill (from its command line).
 pub struct RunOptions {
+    /// bookie-rs (`bookie_bin`) or the stock Java bookie (`java_classpath`).
+    pub implementation: Implementation,
     pub bookie_bin: PathBuf,
+    pub java_classpath: String,
     /// Directories, logs and plans of the bookies.
     pub dir: PathBuf,
     /// Extra `KEY=VALUE` bookie settings, after the drill's own.
     pub sets: Vec<String>,
+    /// Running bookies to drill instead of starting any (`--attach`): one per drill bookie,
+    /// in index order.
+    pub attach: Vec<Attached>,
 }
 
 type Bookies = Arc<Vec<Mutex<Bookie>>>;
@@ -58,6 +66,24 @@ fn lock(b: &Mutex<Bookie>) -> std::sync::MutexGuard<'_, Bookie> {
 /// Runs `drill` to its verdict. Err only when the drill could not be set up (a bookie that
 /// does not start); everything after start-up is reported.
 pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, String> {
+    let java = opts.implementation == Implementation::Java;
+    if java && drill.chaos {
+        return Err(format!(
+            "drill {} injects faults (chaos = true): only bookie-rs has the chaos layer, so it \
+             cannot run against Java bookies",
+            drill.name
+        ));
+    }
+    if !opts.attach.is_empty() {
+        attachable(&drill, opts)?;
+        if !drill.sets.is_empty() {
+            eprintln!(
+                "bkchaos: --attach: the drill's settings ({}) are not applied: the bookies run \
+                 as they were started",
+                drill.sets.join(", ")
+            );
+        }
+    }
     std::fs::create_dir_all(&opts.dir)
         .map_err(|e| format!("cannot create {}: {e}", opts.dir.display()))?;
     let mut sets = drill.sets.clone();
@@ -72,32 +98,55 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         sets.push(format!("chaosFaultPlan={}", plan.display()));
     }
     sets.extend(opts.sets.iter().cloned());
-    let zk: Zk = Arc::new(Mutex::new(if drill.zookeeper {
+    // A Java bookie has no standalone mode: it always gets the drill's ZooKeeper.
+    let zk: Zk = Arc::new(Mutex::new(if drill.zookeeper || java {
         Some(ZooKeeper::start_new(&opts.dir.join("zookeeper")).await?)
     } else {
         None
     }));
     let zk_addr = lock_zk(&zk).as_ref().map(ZooKeeper::addr);
     let cfg = Arc::new(StartConfig {
+        implementation: opts.implementation,
         bin: opts.bookie_bin.clone(),
+        java_classpath: opts.java_classpath.clone(),
         chaos: drill.chaos,
         sets,
         metadata_service_uri: lock_zk(&zk).as_ref().map(ZooKeeper::metadata_service_uri),
+        zk_addr: zk_addr.clone(),
     });
     let mut procs = Vec::new();
-    for i in 0..drill.bookies {
+    for (i, to) in opts.attach.iter().enumerate() {
+        let b = Bookie::attach(&opts.dir, i, to.clone());
+        if drill.chaos {
+            match b.admin("GET", "/api/v1/chaos/faults", "")? {
+                (200, _) => {}
+                (code, body) => {
+                    return Err(format!(
+                        "bookie {i} ({}): GET /api/v1/chaos/faults answered {code} ({}): start \
+                         it with chaosEnabled=true for this drill",
+                        to.addr,
+                        body.trim()
+                    ))
+                }
+            }
+        }
+        procs.push(Mutex::new(b));
+    }
+    for i in (0..drill.bookies).filter(|_| opts.attach.is_empty()) {
         let mut b = Bookie::new(&opts.dir, i)?;
+        if let Some(size) = drill.filesystem {
+            b.own_filesystem(&opts.dir, size)?;
+        }
         b.start(&cfg)?;
         procs.push(Mutex::new(b));
     }
     let bookies: Bookies = Arc::new(procs);
     {
-        let bookies = bookies.clone();
+        let (bookies, cfg) = (bookies.clone(), cfg.clone());
         tokio::task::spawn_blocking(move || -> Result<(), String> {
             for b in bookies.iter() {
                 let mut b = lock(b);
-                b.wait_serving()
-                    .map_err(|e| format!("{e}\n{}", b.log_tail(20)))?;
+                wait_ready(&mut b, &cfg).map_err(|e| format!("{e}\n{}", b.log_tail(20)))?;
             }
             Ok(())
         })
@@ -156,6 +205,11 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         .clone();
     Ok(DrillReport::new(
         &drill,
+        if opts.attach.is_empty() {
+            opts.implementation.name()
+        } else {
+            "attached"
+        },
         steps,
         settle,
         problems,
@@ -168,6 +222,43 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
     ))
 }
 
+/// Whether `drill` can run against running bookies bkchaos did not start: one address per
+/// bookie, nothing that needs the process (kill, stop, restart, power cut: its abort and the
+/// plan that arms it are the process's), its filesystem or a ZooKeeper of the drill's own.
+fn attachable(drill: &Drill, opts: &RunOptions) -> Result<(), String> {
+    if opts.attach.len() != drill.bookies {
+        return Err(format!(
+            "--attach gives {} bookie(s), drill {} has bookies = {}",
+            opts.attach.len(),
+            drill.name,
+            drill.bookies
+        ));
+    }
+    if !opts.sets.is_empty() {
+        return Err("--set starts bookies with a setting; --attach starts none".into());
+    }
+    if drill.zookeeper || drill.filesystem.is_some() || opts.implementation == Implementation::Java
+    {
+        return Err(
+            "--attach drills bookies as they run: no zookeeper = true (or --zookeeper), no \
+             filesystem =, no --impl java"
+                .into(),
+        );
+    }
+    if let Some(s) = drill
+        .schedule
+        .iter()
+        .find(|s| !matches!(s.action, Action::Inject(_) | Action::Clear))
+    {
+        return Err(format!(
+            "step '{}' needs a bookie bkchaos started; with --attach a schedule may only \
+             inject and clear faults",
+            s.describe()
+        ));
+    }
+    Ok(())
+}
+
 /// Applies each step at its time; returns what each did.
 async fn run_schedule(
     load: &Arc<Load>,
@@ -176,9 +267,10 @@ async fn run_schedule(
     zk: &Zk,
 ) -> Vec<StepOutcome> {
     let mut out = Vec::new();
-    for step in load.drill.schedule.clone() {
+    for (i, step) in load.drill.schedule.clone().into_iter().enumerate() {
         tokio::time::sleep_until((load.t0 + step.at).into()).await;
         let at = load.t0.elapsed();
+        load.step_started(i);
         if matches!(step.action, Action::Restart) {
             load.restarted(step.bookie);
         }
@@ -282,6 +374,13 @@ async fn apply_zk(
         .map(|z| z.owners_before_stop.clone())
         .unwrap_or_default();
     let now = zookeeper::owners(&addr, &ids).await?;
+    for m in bookies.iter() {
+        let mut b = lock(m);
+        let id = b.bookie_id();
+        if let Some((_, owner)) = now.iter().find(|(i, _)| *i == id) {
+            b.registered_owner = *owner;
+        }
+    }
     let resumed = now
         .iter()
         .filter(|(id, owner)| owner.is_some() && before.iter().any(|(b, o)| b == id && o == owner))
@@ -293,6 +392,23 @@ async fn apply_zk(
         (expiry + again).as_secs_f64(),
         ids.len() - resumed
     ))
+}
+
+/// After a start: waits until the bookie serves, and with a ZooKeeper until it is registered
+/// by a new session (zookeeper::wait_new_owner); how long in all. Blocking: call it from a
+/// blocking thread of the runtime.
+fn wait_ready(b: &mut Bookie, cfg: &StartConfig) -> Result<Duration, String> {
+    let t = Instant::now();
+    b.wait_serving()?;
+    if let Some(addr) = &cfg.zk_addr {
+        let (owner, _) = tokio::runtime::Handle::current().block_on(zookeeper::wait_new_owner(
+            addr,
+            &b.bookie_id(),
+            b.registered_owner,
+        ))?;
+        b.registered_owner = Some(owner);
+    }
+    Ok(t.elapsed())
 }
 
 /// One step, blocking; a description of what happened.
@@ -348,8 +464,25 @@ fn apply(bookies: &Bookies, cfg: &StartConfig, step: &Step) -> Result<String, St
                 )
             };
             b.start(cfg)?;
-            let took = b.wait_serving()?;
+            let took = wait_ready(&mut b, cfg)?;
             Ok(format!("{was}; serving after {:.2} s", took.as_secs_f64()))
+        }
+        Action::Fill => {
+            let (ballast, left) = filesystem::fill(b.data_dir())?;
+            Ok(format!(
+                "ballast of {:.1} MiB, {} KiB left free",
+                ballast as f64 / (1u64 << 20) as f64,
+                left >> 10
+            ))
+        }
+        Action::Free => {
+            let freed = filesystem::free(b.data_dir())?;
+            let (free, total) = filesystem::free_and_total(b.data_dir())?;
+            Ok(format!(
+                "ballast of {:.1} MiB deleted, {:.0} % of the filesystem free",
+                freed as f64 / (1u64 << 20) as f64,
+                100.0 * free as f64 / total.max(1) as f64
+            ))
         }
         Action::ZkStop | Action::ZkStart => Err("a ZooKeeper action has no bookie".into()),
     }
@@ -410,7 +543,7 @@ fn settle(
                     b.log_tail(12)
                 ));
             }
-            match b.start(cfg).and_then(|()| b.wait_serving()) {
+            match b.start(cfg).and_then(|()| wait_ready(&mut b, cfg)) {
                 Ok(t) => out.push(format!(
                     "bookie {i}: had exited ({why}), started again, serving after {:.2} s",
                     t.as_secs_f64()
@@ -420,4 +553,43 @@ fn settle(
         }
     }
     (out, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::drill::parse_drill;
+
+    fn opts(attach: usize) -> RunOptions {
+        RunOptions {
+            implementation: Implementation::Rust,
+            bookie_bin: PathBuf::new(),
+            java_classpath: String::new(),
+            dir: PathBuf::new(),
+            sets: Vec::new(),
+            attach: (0..attach)
+                .map(|i| Attached::parse(&format!("h:{}=h:{}", 3181 + i, 8000 + i)).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn attached_bookies_take_only_inject_and_clear() {
+        let faults = parse_drill(
+            "eio",
+            "[drill]\nchaos = true\n[schedule]\n1s = inject 0 {\"fault\": \"eio\"}\n2s = clear 0\n",
+        )
+        .unwrap();
+        assert_eq!(attachable(&faults, &opts(3)), Ok(()));
+        let e = attachable(&faults, &opts(2)).unwrap_err();
+        assert!(e.contains("--attach gives 2 bookie(s)"), "{e}");
+        let kill = parse_drill("k", "[drill]\n[schedule]\n1s = kill 1\n").unwrap();
+        let e = attachable(&kill, &opts(3)).unwrap_err();
+        assert!(e.contains("'kill 1' needs a bookie bkchaos started"), "{e}");
+        let zk = parse_drill("z", "[drill]\nzookeeper = true\n").unwrap();
+        assert!(attachable(&zk, &opts(3)).is_err());
+        let mut with_set = opts(3);
+        with_set.sets.push("flushInterval=1".into());
+        assert!(attachable(&faults, &with_set).is_err());
+    }
 }

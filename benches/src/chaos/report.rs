@@ -67,6 +67,8 @@ pub struct Recovery {
 #[derive(Debug, Clone, Serialize)]
 pub struct DrillReport {
     pub drill: String,
+    /// "bookie-rs" or "Java" (`--impl`).
+    pub implementation: String,
     pub description: String,
     pub setup: String,
     pub steps: Vec<StepOutcome>,
@@ -93,6 +95,7 @@ impl DrillReport {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         drill: &Drill,
+        implementation: &str,
         steps: Vec<StepOutcome>,
         settle: Vec<String>,
         problems: Vec<String>,
@@ -104,8 +107,10 @@ impl DrillReport {
         verify: std::time::Duration,
     ) -> DrillReport {
         let mut bounds: Vec<f64> = vec![0.0];
-        bounds.extend(drill.schedule.iter().map(|s| s.at.as_secs_f64()));
-        bounds.push(load_ended.as_secs_f64());
+        // When each step started (load.rs counts by these), capped at the end of the load.
+        let end = load_ended.as_secs_f64();
+        bounds.extend(steps.iter().map(|s| s.at_s.min(end)));
+        bounds.push(end);
         let phases: Vec<Phase> = phases
             .iter()
             .enumerate()
@@ -180,8 +185,13 @@ impl DrillReport {
             .collect();
         let wrong_reads = phases.iter().map(|p| p.reads_wrong).sum();
         let setup = format!(
-            "{} bookie-rs bookies{}, {}, W{} A{}, {} ledgers, {} B entries, {} adds/s{}, iodepth {}, {:.0} s",
+            "{} {implementation} bookies{}{}, {}, W{} A{}, {} ledgers, {} B entries, {} adds/s{}, iodepth {}, {:.0} s",
             drill.bookies,
+            if drill.zookeeper || implementation == "Java" {
+                " registered in ZooKeeper"
+            } else {
+                ""
+            },
             if drill.chaos { " (chaos on)" } else { "" },
             match drill.protocol {
                 Protocol::V2 => "v2",
@@ -210,6 +220,7 @@ impl DrillReport {
             && steps.iter().all(|s| s.ok);
         DrillReport {
             drill: drill.name.clone(),
+            implementation: implementation.to_string(),
             description: drill.description.clone(),
             setup,
             steps,

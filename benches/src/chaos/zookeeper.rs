@@ -197,6 +197,34 @@ pub async fn owners(addr: &str, ids: &[String]) -> Result<Vec<(String, Option<i6
     Ok(out)
 }
 
+/// Waits until bookie `id` is registered by a session other than `previous` (the one of its
+/// last start, None at the first): a bookie restarted after SIGKILL finds its old node held by
+/// the dead session until that expires, and both implementations wait for that before they
+/// register (the Java bookie also serves no request until then). The new owner and how long.
+pub async fn wait_new_owner(
+    addr: &str,
+    id: &str,
+    previous: Option<i64>,
+) -> Result<(i64, Duration), String> {
+    let t = Instant::now();
+    loop {
+        let why = match owners(addr, &[id.to_string()]).await {
+            Ok(o) => match o.first().and_then(|(_, owner)| *owner) {
+                Some(owner) if Some(owner) != previous => return Ok((owner, t.elapsed())),
+                Some(owner) => format!("still owned by the session of its last start ({owner:#x})"),
+                None => "not registered".to_string(),
+            },
+            Err(e) => e,
+        };
+        if t.elapsed() > REGISTRATION_DEADLINE {
+            return Err(format!(
+                "bookie {id} not registered anew within {REGISTRATION_DEADLINE:?}: {why}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Waits until every id of `want` is registered in the ZooKeeper at `addr`; how long that
 /// took, or Err naming the missing ones after [`REGISTRATION_DEADLINE`].
 pub async fn wait_registered(addr: &str, want: &[String]) -> Result<Duration, String> {
