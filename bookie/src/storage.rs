@@ -181,6 +181,9 @@ pub enum JournalRecord {
         ledger: LedgerId,
         entry: EntryId,
         body: Bytes,
+        /// [`entry_crc`] of this entry when the caller computed it already (an add gives
+        /// the entry log the same value); None: the journal computes it.
+        crc: Option<u32>,
     },
     MasterKey {
         ledger: LedgerId,
@@ -251,6 +254,17 @@ pub trait LedgerStorage: Send + Sync + 'static {
     fn set_explicit_lac(&self, ledger: LedgerId, body: Bytes) -> Result<(), StorageError>;
     /// Inserts an entry (readable at once). A duplicate id overwrites. The ledger must exist.
     fn add_entry(&self, ledger: LedgerId, entry: EntryId, body: Bytes) -> Result<(), StorageError>;
+    /// [`LedgerStorage::add_entry`] with the entry's [`entry_crc`] already computed: the
+    /// real storage keeps it for the segment footer instead of computing it again at flush.
+    fn add_entry_with_crc(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+        body: Bytes,
+        _crc: u32,
+    ) -> Result<(), StorageError> {
+        self.add_entry(ledger, entry, body)
+    }
     /// Journal replay of an entry: as `add_entry`, except that the real storage skips an
     /// entry a durable segment already holds and never refuses one for a full disk.
     fn add_replayed_entry(
@@ -283,6 +297,15 @@ pub trait LedgerStorage: Send + Sync + 'static {
     fn checkpoint_confirmed(&self) {}
 }
 
+/// The one CRC32C of an entry an add computes: over `ledger u64 LE | entry u64 LE | body`.
+/// It is both the journal record's payload CRC (docs/formats.md, the `Entry` payload above)
+/// and the entry log's footer CRC (`bk_entrylog::format::entry_crc`), so the add path
+/// passes it to both instead of reading the payload twice (issue 15). Ids are
+/// non-negative by the time storage sees them; a negative one is refused there.
+pub fn entry_crc(ledger: LedgerId, entry: EntryId, body: &[u8]) -> u32 {
+    bk_entrylog::format::entry_crc(ledger as u64, entry as u64, body)
+}
+
 /// Journal replay: one record found after the last checkpoint, as `Store::open` applies it.
 pub fn apply_replayed(
     storage: &dyn LedgerStorage,
@@ -293,6 +316,7 @@ pub fn apply_replayed(
             ledger,
             entry,
             body,
+            ..
         } => {
             if storage.ledger_meta(*ledger)?.is_none() {
                 // Entry without a preceding key record (key journaled before the last
@@ -518,6 +542,23 @@ fn statvfs(dir: &std::path::Path) -> Result<FsSpace, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one CRC an add computes is the value both stores would have computed
+    /// themselves: the journal record's payload CRC and the entry log's footer CRC.
+    #[test]
+    fn entry_crc_is_the_journals_and_the_entry_logs() {
+        let body = Bytes::from(vec![0xa5u8; 1024]);
+        let (l, e) = (0x7fff_ffff_ffff_fff0_i64, 12_i64);
+        let crc = entry_crc(l, e, &body);
+        assert_eq!(
+            crc,
+            bk_journal::Record::entry(l as u64, e as u64, body.clone()).payload_crc()
+        );
+        assert_eq!(
+            crc,
+            bk_entrylog::format::entry_crc(l as u64, e as u64, &body)
+        );
+    }
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// In-memory storage whose flush fails with a chosen entry-log error.

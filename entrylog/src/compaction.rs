@@ -30,9 +30,9 @@ use crate::gc::DeadFile;
 use crate::index::{Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
 use crate::segment::{self, SegmentInput};
+use crate::write_cache::CachedEntry;
 use crate::{Cancel, CompactionReport, Error, Result, Shared};
 use bk_disk::{Disk, OpenOptions};
-use bytes::Bytes;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -41,7 +41,8 @@ use std::time::{Duration, Instant};
 struct LiveEntry {
     src: u64,
     offset: u64,
-    data: Bytes,
+    /// The bytes read back and the CRC they were verified against.
+    entry: CachedEntry,
 }
 
 impl Shared {
@@ -236,7 +237,7 @@ impl Shared {
                             LiveEntry {
                                 src: id,
                                 offset: loc.offset,
-                                data,
+                                entry: CachedEntry { data, crc: loc.crc },
                             },
                         );
                     }
@@ -299,7 +300,7 @@ impl Shared {
             let input = SegmentInput {
                 ledgers: data
                     .iter()
-                    .map(|(l, m)| (*l, m.iter().map(|(e, le)| (*e, &le.data)).collect()))
+                    .map(|(l, m)| (*l, m.iter().map(|(e, le)| (*e, &le.entry)).collect()))
                     .collect(),
             };
             match segment::write_segment_until(

@@ -67,6 +67,7 @@ impl Shared {
         ledger: u64,
         entry: u64,
         data: Bytes,
+        crc: u32,
         replayed: bool,
     ) -> Result<()> {
         if data.len() > self.cfg.max_entry_bytes {
@@ -113,7 +114,7 @@ impl Shared {
             t.inserted();
         }
         let lac = lac_field(&data);
-        g.active.put(ledger, entry, data);
+        g.active.put(ledger, entry, data, crc);
         let gen = g.generation;
         let meta = g.index.ledgers.entry(ledger).or_insert_with(|| LedgerMeta {
             created_gen: gen,
@@ -314,7 +315,7 @@ impl Shared {
             let next = match pending.first().and_then(|(_, v)| v.first()) {
                 None => None,
                 Some((_, first)) => {
-                    let need = room::segment_bytes(first.len() as u64, 1, 1);
+                    let need = room::segment_bytes(first.data.len() as u64, 1, 1);
                     let (dir, room) = self.pick_dir_with_room(disk, need)?;
                     let (input, next) =
                         room::cut(pending, room.min(self.cfg.segment_max_bytes).max(need));

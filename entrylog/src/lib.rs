@@ -210,7 +210,17 @@ impl EntryLog {
     /// While no directory has room to flush, a full cache refuses the add at once with
     /// `Error::OutOfSpace` instead.
     pub fn add_entry(&self, ledger: u64, entry: u64, data: Bytes) -> Result<()> {
-        self.shared.add_entry(ledger, entry, data, false)
+        let crc = format::entry_crc(ledger, entry, &data);
+        self.shared.add_entry(ledger, entry, data, crc, false)
+    }
+
+    /// [`EntryLog::add_entry`] with the entry's CRC already computed by the caller:
+    /// `crc` must be [`format::entry_crc`]`(ledger, entry, &data)` (the journal record's
+    /// payload CRC is the same function, so the bookie computes it once per add). It is
+    /// written into the segment footer as given; a wrong one makes every later read of
+    /// the entry fail its check (EIO), and debug builds assert it at flush.
+    pub fn add_entry_with_crc(&self, ledger: u64, entry: u64, data: Bytes, crc: u32) -> Result<()> {
+        self.shared.add_entry(ledger, entry, data, crc, false)
     }
 
     /// Start-up journal replay of an entry: skipped when a durable segment already holds
@@ -230,7 +240,8 @@ impl EntryLog {
                 return Ok(());
             }
         }
-        self.shared.add_entry(ledger, entry, data, true)
+        let crc = format::entry_crc(ledger, entry, &data);
+        self.shared.add_entry(ledger, entry, data, crc, true)
     }
 
     /// Sets the one listener told of storage-mode changes (module `disk_usage`), and

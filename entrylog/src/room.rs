@@ -15,9 +15,9 @@
 use crate::disk_usage::DirState;
 use crate::format::{FOOTER_ENTRY_LEN, FOOTER_LEDGER_HEADER, TRAILER_LEN};
 use crate::segment::SegmentInput;
+use crate::write_cache::CachedEntry;
 use crate::{Error, Result, Shared};
 use bk_disk::{round_up, Disk, SECTOR};
-use bytes::Bytes;
 use std::collections::BTreeMap;
 
 /// Slack per segment for file-system metadata (extent blocks, the directory entry).
@@ -48,10 +48,10 @@ pub(crate) fn segment_bytes(data: u64, entries: u64, ledgers: u64) -> u64 {
 /// (ledger, entry) not written) on, in (ledger, entry) order, ledgers for which `keep`
 /// is false (deleted since) left out.
 pub(crate) fn pending<'a>(
-    sorted: &[(u64, &'a BTreeMap<u64, Bytes>)],
+    sorted: &[(u64, &'a BTreeMap<u64, CachedEntry>)],
     cursor: Option<(u64, u64)>,
     keep: impl Fn(u64) -> bool,
-) -> Vec<(u64, Vec<(u64, &'a Bytes)>)> {
+) -> Vec<(u64, Vec<(u64, &'a CachedEntry)>)> {
     let (cl, ce) = cursor.unwrap_or((0, 0));
     sorted
         .iter()
@@ -71,16 +71,16 @@ pub(crate) fn pending<'a>(
 /// least one). Returns the segment and the cursor of the first entry left over (None
 /// when everything was taken).
 pub(crate) fn cut<'a>(
-    pending: Vec<(u64, Vec<(u64, &'a Bytes)>)>,
+    pending: Vec<(u64, Vec<(u64, &'a CachedEntry)>)>,
     limit: u64,
 ) -> (SegmentInput<'a>, Option<(u64, u64)>) {
     let (mut data, mut entries, mut ledgers) = (0u64, 0u64, 0u64);
-    let mut out: Vec<(u64, Vec<(u64, &'a Bytes)>)> = Vec::new();
+    let mut out: Vec<(u64, Vec<(u64, &'a CachedEntry)>)> = Vec::new();
     for (l, list) in pending {
         let mut taken = Vec::new();
         for (e, b) in list {
             let fits = segment_bytes(
-                data + b.len() as u64,
+                data + b.data.len() as u64,
                 entries + 1,
                 ledgers + u64::from(taken.is_empty()),
             ) <= limit;
@@ -90,7 +90,7 @@ pub(crate) fn cut<'a>(
                 }
                 return (SegmentInput { ledgers: out }, Some((l, e)));
             }
-            data += b.len() as u64;
+            data += b.data.len() as u64;
             entries += 1;
             if taken.is_empty() {
                 ledgers += 1;
@@ -149,14 +149,22 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+
+    fn cached(fill: u8, len: usize) -> CachedEntry {
+        CachedEntry {
+            data: Bytes::from(vec![fill; len]),
+            crc: 0,
+        }
+    }
 
     #[test]
     fn cut_bounds_segments_and_resumes_at_the_cursor() {
         let mut a = BTreeMap::new();
         let mut b = BTreeMap::new();
         for e in 0..10u64 {
-            a.insert(e, Bytes::from(vec![1u8; 100_000]));
-            b.insert(e, Bytes::from(vec![2u8; 100_000]));
+            a.insert(e, cached(1, 100_000));
+            b.insert(e, cached(2, 100_000));
         }
         let sorted = vec![(1u64, &a), (2u64, &b)];
         let limit = segment_bytes(300_000, 3, 1);
@@ -172,7 +180,7 @@ mod tests {
             let data: u64 = input
                 .ledgers
                 .iter()
-                .flat_map(|(_, v)| v.iter().map(|(_, b)| b.len() as u64))
+                .flat_map(|(_, v)| v.iter().map(|(_, b)| b.data.len() as u64))
                 .sum();
             assert!(
                 segment_bytes(data, n as u64, input.ledgers.len() as u64) <= limit,
@@ -188,7 +196,7 @@ mod tests {
         assert!(segments.len() >= 7, "{segments:?}");
         // One entry larger than the limit still goes, alone.
         let mut big = BTreeMap::new();
-        big.insert(0u64, Bytes::from(vec![0u8; 1_000_000]));
+        big.insert(0u64, cached(0, 1_000_000));
         let (input, next) = cut(pending(&[(3, &big)], None, |_| true), limit);
         assert_eq!((input.ledgers.len(), next), (1, None));
         // Deleted ledgers are left out.

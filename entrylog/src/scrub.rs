@@ -276,6 +276,7 @@ mod tests {
     //! byte is an index finding; the pace sees the bytes it is asked to pace.
     use super::*;
     use crate::segment::{segment_name, write_segment, SegmentInput};
+    use crate::write_cache::CachedEntry;
     use bk_disk::{OpenOptions, SimFs};
     use bytes::Bytes;
     use std::path::{Path, PathBuf};
@@ -285,8 +286,14 @@ mod tests {
         let mut d = fs.disk();
         let dir = Path::new("/d");
         d.create_dir_all(dir).unwrap();
-        let data: Vec<Bytes> = (0..n)
-            .map(|e| Bytes::from(vec![(e % 251) as u8; len]))
+        let data: Vec<CachedEntry> = (0..n)
+            .map(|e| {
+                let data = Bytes::from(vec![(e % 251) as u8; len]);
+                CachedEntry {
+                    crc: crate::format::entry_crc(7, e, &data),
+                    data,
+                }
+            })
             .collect();
         let input = SegmentInput {
             ledgers: vec![(

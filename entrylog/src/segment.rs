@@ -8,6 +8,7 @@
 //! back is checked against the length and CRC32C of its footer entry.
 
 use crate::format::{self, EntryLoc, LedgerRun, Trailer, TRAILER_LEN};
+use crate::write_cache::CachedEntry;
 use crate::{Error, Result};
 use bk_disk::{round_up, AlignedBuf, Disk, FileId, Op, OpenOptions, SECTOR};
 use bytes::Bytes;
@@ -40,9 +41,10 @@ fn corruption(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Entries to write into a segment: sorted by (ledger, entry).
+/// Entries to write into a segment: sorted by (ledger, entry), each with its entry CRC
+/// (computed when it arrived, or verified when compaction read it back).
 pub struct SegmentInput<'a> {
-    pub ledgers: Vec<(u64, Vec<(u64, &'a Bytes)>)>,
+    pub ledgers: Vec<(u64, Vec<(u64, &'a CachedEntry)>)>,
 }
 
 /// What a written segment holds.
@@ -258,22 +260,21 @@ fn write_segment_body(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<(u64, u64, Vec<LedgerRun>)>> {
     let chunk = round_up(chunk.max(SECTOR), SECTOR);
-    // Lay out first, so the file can be preallocated: offsets and lengths now, each
-    // entry's CRC32C while it is written (the payload is then hot in cache for the
-    // copy into the write chunk), the footer once all are known.
+    // Lay out first, so the file can be preallocated: offsets, lengths and the CRCs the
+    // input carries now, the footer once all are known.
     let mut runs = Vec::with_capacity(input.ledgers.len());
     let mut offset = 0u64;
     let mut count = 0u32;
     for (ledger, entries) in &input.ledgers {
         let mut locs = Vec::with_capacity(entries.len());
-        for (entry, data) in entries {
+        for (entry, cached) in entries {
             locs.push(EntryLoc {
                 entry: *entry,
                 offset,
-                len: data.len() as u32,
-                crc: 0,
+                len: cached.data.len() as u32,
+                crc: cached.crc,
             });
-            offset += data.len() as u64;
+            offset += cached.data.len() as u64;
             count += 1;
         }
         runs.push(LedgerRun {
@@ -305,12 +306,16 @@ fn write_segment_body(
     // Ok(false): cancelled.
     let mut write_all = |w: &mut ChunkWriter<'_>| -> io::Result<bool> {
         for ((ledger, entries), run) in input.ledgers.iter().zip(runs.iter_mut()) {
-            for ((entry, data), loc) in entries.iter().zip(run.entries.iter_mut()) {
+            for ((entry, cached), loc) in entries.iter().zip(run.entries.iter_mut()) {
                 if cancelled() {
                     return Ok(false);
                 }
-                loc.crc = format::entry_crc(*ledger, *entry, data);
-                w.append(data)?;
+                debug_assert_eq!(
+                    loc.crc,
+                    format::entry_crc(*ledger, *entry, &cached.data),
+                    "the CRC held beside ledger {ledger} entry {entry}"
+                );
+                w.append(&cached.data)?;
             }
         }
         let mut footer = Vec::with_capacity(footer_len);

@@ -83,6 +83,28 @@ impl Record {
         Self::with_prefix(RecordKind::ENTRY, &prefix, data)
     }
 
+    /// [`Record::entry`] with its payload CRC computed by the caller: `payload_crc` must be
+    /// CRC32C of `ledger LE ‖ entry LE ‖ data` (the entry log's entry CRC is the same
+    /// function, so the bookie computes it once per add). Debug builds check it; a wrong one
+    /// in a release build makes the record fail its check at replay (journal corruption).
+    pub fn entry_with_crc(ledger: u64, entry: u64, data: Bytes, payload_crc: u32) -> Record {
+        let mut prefix = [0u8; PREFIX_MAX];
+        prefix[..8].copy_from_slice(&ledger.to_le_bytes());
+        prefix[8..].copy_from_slice(&entry.to_le_bytes());
+        debug_assert_eq!(
+            payload_crc,
+            crc32c::crc32c_append(crc32c::crc32c(&prefix), &data),
+            "payload CRC given for ledger {ledger} entry {entry}"
+        );
+        Record {
+            kind: RecordKind::ENTRY,
+            prefix,
+            prefix_len: PREFIX_MAX as u8,
+            body: data,
+            payload_crc,
+        }
+    }
+
     /// A ledger became fenced.
     pub fn fence(ledger: u64) -> Record {
         Self::with_prefix(RecordKind::FENCE, &ledger.to_le_bytes(), Bytes::new())
@@ -237,6 +259,17 @@ impl TypedRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_with_its_crc_given_is_the_same_record() {
+        let data = Bytes::from(vec![7u8; 1000]);
+        let computed = Record::entry(u64::MAX - 1, 42, data.clone());
+        let given = Record::entry_with_crc(u64::MAX - 1, 42, data, computed.payload_crc());
+        assert_eq!(given.payload_parts(), computed.payload_parts());
+        assert_eq!(given.payload_crc(), computed.payload_crc());
+        assert_eq!(given.kind(), RecordKind::ENTRY);
+        assert_eq!(given.payload_crc(), crc32c::crc32c(&given.payload()));
+    }
 
     #[test]
     fn typed_round_trip() {

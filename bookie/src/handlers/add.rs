@@ -41,9 +41,11 @@ impl Bookie {
                     return Err(Status::Fenced);
                 }
             }
+            // One pass over the payload for both copies (journal record, segment footer).
+            let crc = crate::storage::entry_crc(ledger, entry, &body);
             store
                 .storage
-                .add_entry(ledger, entry, body.clone())
+                .add_entry_with_crc(ledger, entry, body.clone(), crc)
                 .map_err(|e| status(&e, At::Add))?;
             if state.lac.is_some() {
                 state.raise_lac(entry_lac);
@@ -62,6 +64,7 @@ impl Bookie {
                     ledger,
                     entry,
                     body: body.clone(),
+                    crc: Some(crc),
                 },
                 ack,
             ))

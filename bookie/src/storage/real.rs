@@ -120,6 +120,19 @@ impl LedgerStorage for EntryLogStorage {
         self.with(|log| log.add_entry(id, entry, body))
     }
 
+    fn add_entry_with_crc(
+        &self,
+        ledger: LedgerId,
+        entry: EntryId,
+        body: Bytes,
+        crc: u32,
+    ) -> Result<(), StorageError> {
+        let id = ledger_for_write(ledger)?;
+        let entry = u64::try_from(entry)
+            .map_err(|_| StorageError::Invalid(format!("negative entry id {entry}")))?;
+        self.with(|log| log.add_entry_with_crc(id, entry, body, crc))
+    }
+
     fn add_replayed_entry(
         &self,
         ledger: LedgerId,
@@ -238,8 +251,16 @@ impl JournalSink for JournalAdapter {
             }
         };
         let fut = match record {
-            JournalRecord::Entry { entry, body, .. } => match u64::try_from(entry) {
-                Ok(e) => journal.append(ledger, Record::entry(ledger, e, body)),
+            JournalRecord::Entry {
+                entry, body, crc, ..
+            } => match u64::try_from(entry) {
+                Ok(e) => journal.append(
+                    ledger,
+                    match crc {
+                        Some(crc) => Record::entry_with_crc(ledger, e, body, crc),
+                        None => Record::entry(ledger, e, body),
+                    },
+                ),
                 Err(_) => {
                     return super::durable_ready(Err(StorageError::Invalid(format!(
                         "negative entry id {entry}"
@@ -586,6 +607,7 @@ fn open_parts(
                     ledger: ledger as i64,
                     entry: entry as i64,
                     body: data,
+                    crc: None,
                 },
                 TypedRecord::Fence { ledger } => JournalRecord::Fence {
                     ledger: ledger as i64,
