@@ -162,9 +162,17 @@ final class Tls {
         REFUSALS.put(Refused.EXPIRED, List.of(inHandshake, inHandshake, inHandshake, inHandshake));
         // Handshake done, authorization refused: the bookie keeps the connection and answers
         // EUA (v2 clients first choke on the bookie's v3 EIO frame, then close; the request
-        // already sent still gets its EUA, hence one probe per fresh client).
-        REFUSALS.put(Refused.NO_ROLE, List.of(eua, eua, eua, eua));
-        REFUSALS.put(Refused.WRONG_ROLE, List.of(eua, eua, eua, eua));
+        // already sent still gets its EUA, hence one probe per fresh client). In v2 that EUA
+        // races the client's own close: the client sends its request right after its side of
+        // the handshake, before it reads the EIO, so the EIO and the EUA can reach it in one
+        // read, and the close on the EIO then errors the request out first with
+        // BookieHandleNotAvailable (-8; seen once from a bookie-rs in CI, WRONG_ROLE v2 add,
+        // 2026-12-04). Either is a refusal after the handshake; OK fails the row, and v3
+        // (no EIO to choke on) must answer EUA.
+        Set<Integer> v2Refused = Set.of(BKException.Code.UnauthorizedAccessException,
+                BKException.Code.BookieHandleNotAvailableException);
+        REFUSALS.put(Refused.NO_ROLE, List.of(v2Refused, v2Refused, eua, eua));
+        REFUSALS.put(Refused.WRONG_ROLE, List.of(v2Refused, v2Refused, eua, eua));
     }
 
     static void s17(Ctx ctx) throws Exception {
