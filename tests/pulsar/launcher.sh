@@ -30,7 +30,10 @@
 #
 # Env: BOOKIE_BIN (default target/release/bookie, else target/debug/bookie), PL_DIR (default a
 # fresh /tmp/bk-pulsar.XXXXXX), PL_KEEP=1 keeps it (logs: $PL_DIR/*.log), PL_BROKER_HEAP,
-# PL_BROKER_DIRECT (JVM sizes of the broker, default 1g / 2g). Fixed ports instead of free ones
+# PL_BROKER_DIRECT (JVM sizes of the broker, default 1g / 2g), PL_JAVA_BOOKIE_HEAP /
+# PL_JAVA_BOOKIE_DIRECT (of a stock Java bookie, default 256m / 512m) and PL_JAVA_BOOKIE_JVM (its
+# GC and JIT flags, default "-XX:+UseSerialGC -XX:TieredStopAtLevel=1": quick to start, for the
+# tests; set empty for the JVM's defaults, as a benchmark should). Fixed ports instead of free ones
 # (to keep to a port range on a shared machine): PL_ZK_PORT, PL_BOOKIE_PORT_BASE (bookie I on
 # BASE+I, its metrics on BASE+50+I), PL_BROKER_PORT, PL_WEB_PORT.
 PL_HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -207,9 +210,10 @@ pl_java_bookie_start() {
 }
 
 pl_java_bookie_launch() {
-    local i=$1
+    local i=$1 jvm=(-XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+    if [ "${PL_JAVA_BOOKIE_JVM+set}" = set ]; then read -ra jvm <<<"$PL_JAVA_BOOKIE_JVM"; fi
     java "${PL_JAVA_OPENS[@]}" -Xms64m -Xmx"${PL_JAVA_BOOKIE_HEAP:-256m}" \
-        -XX:MaxDirectMemorySize="${PL_JAVA_BOOKIE_DIRECT:-512m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        -XX:MaxDirectMemorySize="${PL_JAVA_BOOKIE_DIRECT:-512m}" "${jvm[@]}" \
         -Dlog4j2.configurationFile="$PL_HERE/log4j2.properties" \
         -cp "$PL_CP" org.apache.bookkeeper.server.Main --conf "$PL_DIR/bookie$i/bk_server.conf" \
         >>"$PL_DIR/bookie$i.log" 2>&1 &
