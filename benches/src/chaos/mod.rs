@@ -116,21 +116,7 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
     });
     let mut procs = Vec::new();
     for (i, to) in opts.attach.iter().enumerate() {
-        let b = Bookie::attach(&opts.dir, i, to.clone());
-        if drill.chaos {
-            match b.admin("GET", "/api/v1/chaos/faults", "")? {
-                (200, _) => {}
-                (code, body) => {
-                    return Err(format!(
-                        "bookie {i} ({}): GET /api/v1/chaos/faults answered {code} ({}): start \
-                         it with chaosEnabled=true for this drill",
-                        to.addr,
-                        body.trim()
-                    ))
-                }
-            }
-        }
-        procs.push(Mutex::new(b));
+        procs.push(Mutex::new(Bookie::attach(&opts.dir, i, to.clone())));
     }
     for i in (0..drill.bookies).filter(|_| opts.attach.is_empty()) {
         let mut b = Bookie::new(&opts.dir, i)?;
@@ -152,6 +138,13 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         })
         .await
         .map_err(|e| e.to_string())??;
+    }
+    // Only once they serve: an attached bookie may still be starting when bkchaos is run
+    // (its admin port then refuses connections, which says nothing about chaos).
+    if drill.chaos {
+        for b in bookies.iter().filter(|b| lock(b).is_attached()) {
+            chaos_enabled(&lock(b))?;
+        }
     }
     if let Some(addr) = &zk_addr {
         let ids: Vec<String> = bookies.iter().map(|b| lock(b).bookie_id()).collect();
@@ -220,6 +213,20 @@ pub async fn run_drill(drill: Drill, opts: &RunOptions) -> Result<DrillReport, S
         load_ended,
         verify_started.elapsed(),
     ))
+}
+
+/// Err unless the attached bookie `b` has its chaos layer on (`chaosEnabled=true`).
+fn chaos_enabled(b: &Bookie) -> Result<(), String> {
+    match b.admin("GET", "/api/v1/chaos/faults", "")? {
+        (200, _) => Ok(()),
+        (code, body) => Err(format!(
+            "bookie {} ({}): GET /api/v1/chaos/faults answered {code} ({}): start it with \
+             chaosEnabled=true for this drill",
+            b.index,
+            b.addr(),
+            body.trim()
+        )),
+    }
 }
 
 /// Whether `drill` can run against running bookies bkchaos did not start: one address per
