@@ -40,6 +40,7 @@
 //! within `duration`, inject and power_cut only with `chaos = true`, zk_stop and zk_start only
 //! with `zookeeper = true` and in turn, fill and free only with `filesystem =`).
 
+use bk_disk::chaos::{Effect, FaultSpec, OpScope};
 use std::time::Duration;
 
 use crate::options::{parse_count, parse_size, parse_time, Protocol};
@@ -133,18 +134,20 @@ impl Action {
     }
 
     /// Whether the action may leave reads of this bookie answering EIO on purpose: then an
-    /// EIO at verification is "detected", not "lost".
+    /// EIO at verification is "detected", not "lost". Bit flips and EIO on reads do; so do
+    /// misdirected writes, which damage stored bytes the bookie's checksums then catch.
     pub fn injects_read_errors(&self) -> bool {
-        match self {
-            Action::Inject(spec) => {
-                let spec = spec.replace(' ', "");
-                spec.contains("\"bit_flip\"")
-                    || (spec.contains("\"eio\"")
-                        && (spec.contains("\"op\":\"read\"")
-                            || spec.contains("\"op\":\"any\"")
-                            || !spec.contains("\"op\"")))
-            }
-            _ => false,
+        let Action::Inject(spec) = self else {
+            return false;
+        };
+        match FaultSpec::from_json(spec.as_bytes()) {
+            Ok(s) => match s.fault {
+                Effect::BitFlip | Effect::MisdirectedWrite(_) => true,
+                Effect::Eio => matches!(s.op, OpScope::Read | OpScope::Any),
+                _ => false,
+            },
+            // The bookie refuses a spec it cannot parse: nothing is injected.
+            Err(_) => false,
         }
     }
 }
@@ -458,6 +461,23 @@ set = journalMaxGroupWaitMSec=2
         assert!(d.schedule[1].action.injects_read_errors());
         assert!(!d.schedule[0].action.injects_read_errors());
         assert_eq!(d.schedule[0].at, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn which_faults_may_leave_reads_answering_eio() {
+        let inject = |spec: &str| Action::Inject(spec.to_string()).injects_read_errors();
+        assert!(inject(r#"{"op": "read", "fault": "eio"}"#));
+        assert!(inject(r#"{"fault": "eio"}"#));
+        assert!(inject(r#"{"fault": "bit_flip"}"#));
+        assert!(inject(
+            r#"{"dir": "ledgers", "fault": {"misdirected_write": {}}, "trigger": {"every": 4}}"#
+        ));
+        assert!(!inject(r#"{"op": "write", "fault": "eio"}"#));
+        assert!(!inject(
+            r#"{"op": "fdatasync", "fault": {"latency": {"ms": 200}}}"#
+        ));
+        assert!(!inject(r#"{"fault": "no_such_fault"}"#));
+        assert!(!Action::Kill.injects_read_errors());
     }
 
     #[test]

@@ -332,7 +332,7 @@ impl DrillReport {
         let v = &self.verdict;
         let _ = writeln!(
             o,
-            "verification ({:.1} s): {} acknowledged entries, {} copies: {} verified, {} detected (EIO where read faults were injected), {} lost, {} unreachable; entries with no copy left: {}",
+            "verification ({:.1} s): {} acknowledged entries, {} copies: {} verified, {} detected (EIO where faults that damage reads were injected), {} lost, {} unreachable; entries with no copy left: {}",
             self.verify_s, v.acknowledged_entries, v.copies, v.verified, v.detected, v.lost, v.unreachable, v.entries_lost
         );
         for e in &v.examples {

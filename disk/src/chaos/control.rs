@@ -41,8 +41,8 @@ pub struct ActiveFault {
 pub struct Decision {
     /// Total wait of the latency faults hit.
     pub delay: Duration,
-    /// The failing effect hit, if any, with a draw from its fault's seeded source (which
-    /// bit a flip changes).
+    /// The failing (or misdirecting) effect hit, if any, with a draw from its fault's
+    /// seeded source (which bit a flip changes, where a misdirected write lands).
     pub failure: Option<(Effect, u64)>,
 }
 

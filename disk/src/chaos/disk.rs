@@ -15,6 +15,10 @@
 //! - **torn write**: only the first `keep_bytes` (rounded down to a sector; at most the
 //!   write's length less one sector, default half) are written, then the completion reports
 //!   EIO; a torn `WriteDatasync` is not synced;
+//! - **misdirected write**: the write (and the sync of a `WriteDatasync`) runs at another
+//!   offset of the same file (`MisdirectedWrite::landing`) and its completion reports
+//!   success: the asked range keeps its old bytes, the landing range is overwritten (and
+//!   may grow the file); what a power cut must undo is captured at the landing range;
 //! - **power cut**: the matched operation does not run; the layer undoes every write
 //!   made since each file's last successful sync and the process aborts (`power`
 //!   module: what is kept, how it is undone, the limits).
@@ -676,6 +680,10 @@ impl Disk for ChaosDisk {
                     Some((Effect::TornWrite(t), _)) => {
                         self.submit_torn(user_data, &path, file, offset, buf, t.keep_bytes)
                     }
+                    Some((Effect::MisdirectedWrite(m), draw)) => {
+                        let offset = m.landing(offset, draw);
+                        self.write_through(user_data, &path, Op::Write { file, offset, buf }, None)
+                    }
                     Some((effect, _)) => {
                         self.refuse(file, user_data, error_of(&effect, OpKind::Write), Some(buf));
                         Ok(())
@@ -686,7 +694,14 @@ impl Disk for ChaosDisk {
                 }
             }
             Op::WriteDatasync { file, offset, buf } => {
-                let w = self.chaos.decide(&path, OpKind::Write, buf.len() as u64);
+                let mut w = self.chaos.decide(&path, OpKind::Write, buf.len() as u64);
+                // A misdirected write half runs (elsewhere) and succeeds: from here on it is a
+                // write like any other, and its sync half is offered to the faults as usual.
+                let mut offset = offset;
+                if let Some((Effect::MisdirectedWrite(m), draw)) = &w.failure {
+                    offset = m.landing(offset, *draw);
+                    w.failure = None;
+                }
                 let s = if w.failure.is_none() {
                     self.chaos.decide(&path, OpKind::Fdatasync, 0)
                 } else {

@@ -2,7 +2,7 @@
 //!
 //! A [`ChaosDisk`] wraps a real backend and, operation by operation, asks the shared
 //! [`Chaos`] control whether to add latency, fail with EIO or ENOSPC, flip a bit of what
-//! a read returned, tear a write, or cut the power. Faults are [`FaultSpec`]s scoped by
+//! a read returned, tear or misdirect a write, or cut the power. Faults are [`FaultSpec`]s scoped by
 //! directory kind (journal / ledgers / index), a file-name glob and an operation, with a
 //! seeded trigger. One concern per file: `spec` (the fault spec and its JSON parser, a
 //! trust boundary), `trigger` (when a matching operation is hit), `control` (active
@@ -26,8 +26,9 @@ pub use control::{ActiveFault, Chaos, Decision};
 pub use disk::{wrap, ChaosDisk};
 pub use power::{Power, PowerCutHook, DRAIN_WAIT};
 pub use spec::{
-    glob_match, parse_plan, DirKind, DirScope, Effect, FaultKind, FaultSpec, Latency, OpKind,
-    OpScope, SpecError, TornWrite, Trigger, MAX_FAULTS, MAX_LATENCY_MS, MAX_PATTERN_LEN,
+    glob_match, parse_plan, DirKind, DirScope, Effect, FaultKind, FaultSpec, Latency,
+    MisdirectedWrite, OpKind, OpScope, SpecError, TornWrite, Trigger, MAX_FAULTS, MAX_LATENCY_MS,
+    MAX_MISDIRECT_SECTORS, MAX_PATTERN_LEN,
 };
 pub use trigger::TriggerState;
 

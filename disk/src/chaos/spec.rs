@@ -17,7 +17,10 @@
 //!   a `WriteDatasync` is a `write` followed by an `fdatasync`, each matched on its own;
 //! - `fault`: `"eio"`, `"enospc"`, `"bit_flip"` (one bit of what a read returned, storage
 //!   intact), `{"torn_write": {"keep_bytes": N}}` (the write stores only its first N bytes,
-//!   rounded down to a sector, then fails with EIO; `{"torn_write": {}}` keeps half) or
+//!   rounded down to a sector, then fails with EIO; `{"torn_write": {}}` keeps half),
+//!   `{"misdirected_write": {"sectors": S}}` (the write lands S sectors away from where it
+//!   was asked, negative S before it, and reports success; `{"misdirected_write": {}}`:
+//!   1 to 8 sectors either way, drawn from `seed`) or
 //!   `{"latency": {"ms": M, "jitter_ms": J}}` (each hit waits M plus a uniform 0..=J ms)
 //!   or `"power_cut"` (the operation does not run; every write since each file's last
 //!   successful sync is undone and the process aborts; any operation);
@@ -99,6 +102,9 @@ pub enum Effect {
     BitFlip,
     /// A write stores only a prefix, then reports EIO.
     TornWrite(TornWrite),
+    /// A write lands at another offset of the same file and reports success: the asked
+    /// range keeps its old bytes, the other range is overwritten.
+    MisdirectedWrite(MisdirectedWrite),
     /// The operation waits first, then runs.
     Latency(Latency),
     /// The operation does not run: every write since each file's last successful sync is
@@ -112,6 +118,41 @@ pub enum Effect {
 pub struct TornWrite {
     /// Bytes kept from the start of the write (rounded down to a sector); None: half.
     pub keep_bytes: Option<u64>,
+}
+
+/// Farthest a misdirected write may be sent, in sectors (1 GiB): far enough for any file
+/// the bookie writes, near enough that an offset never overflows.
+pub const MAX_MISDIRECT_SECTORS: i64 = 1 << 18;
+
+/// Parameters of [`Effect::MisdirectedWrite`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MisdirectedWrite {
+    /// How far the write lands from where it was asked, in sectors (negative: before it;
+    /// never 0). None: 1 to 8 sectors either way, drawn from the fault's seed, as the
+    /// simulated disk's `misdirected_write` does. A write that would land below offset 0
+    /// lands as far after its offset instead.
+    pub sectors: Option<i64>,
+}
+
+impl MisdirectedWrite {
+    /// The offset a write asked at `offset` lands at, given the hit's random `draw`.
+    pub fn landing(&self, offset: u64, draw: u64) -> u64 {
+        let sectors = self.sectors.unwrap_or_else(|| {
+            let n = 1 + (draw % 8) as i64;
+            if (draw >> 32) & 1 == 1 {
+                -n
+            } else {
+                n
+            }
+        });
+        let delta = sectors.unsigned_abs() * crate::SECTOR as u64;
+        if sectors < 0 && offset >= delta {
+            offset - delta
+        } else {
+            offset.saturating_add(delta)
+        }
+    }
 }
 
 /// Parameters of [`Effect::Latency`].
@@ -203,6 +244,21 @@ impl FaultSpec {
             (Effect::TornWrite(_), op) => {
                 return err(format!("torn_write happens to writes, not to op {op:?}"))
             }
+            (Effect::MisdirectedWrite(m), OpScope::Write | OpScope::Any) => match m.sectors {
+                Some(0) => return err("misdirected_write sectors: not 0".into()),
+                Some(n) if n.unsigned_abs() > MAX_MISDIRECT_SECTORS as u64 => {
+                    return err(format!(
+                        "misdirected_write sectors: -{MAX_MISDIRECT_SECTORS} to \
+                         {MAX_MISDIRECT_SECTORS}, got {n}"
+                    ))
+                }
+                _ => {}
+            },
+            (Effect::MisdirectedWrite(_), op) => {
+                return err(format!(
+                    "misdirected_write happens to writes, not to op {op:?}"
+                ))
+            }
             (Effect::Latency(l), _) if l.ms.saturating_add(l.jitter_ms) > MAX_LATENCY_MS => {
                 return err(format!(
                     "latency: ms + jitter_ms at most {MAX_LATENCY_MS}, got {} + {}",
@@ -221,6 +277,7 @@ impl FaultSpec {
             Effect::Enospc => FaultKind::Enospc,
             Effect::BitFlip => FaultKind::BitFlip,
             Effect::TornWrite(_) => FaultKind::TornWrite,
+            Effect::MisdirectedWrite(_) => FaultKind::MisdirectedWrite,
             Effect::Latency(_) => FaultKind::Latency,
             Effect::PowerCut => FaultKind::PowerCut,
         }
@@ -246,7 +303,7 @@ impl FaultSpec {
         // Effects that only make sense for one operation apply to it alone under `any`.
         let effect_ok = match self.fault {
             Effect::BitFlip => op == OpKind::Read,
-            Effect::TornWrite(_) => op == OpKind::Write,
+            Effect::TornWrite(_) | Effect::MisdirectedWrite(_) => op == OpKind::Write,
             _ => true,
         };
         dir_ok && op_ok && effect_ok && glob_match(self.file.as_bytes(), name.as_bytes())
@@ -279,16 +336,18 @@ pub enum FaultKind {
     BitFlip,
     TornWrite,
     PowerCut,
+    MisdirectedWrite,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::Latency,
         FaultKind::Eio,
         FaultKind::Enospc,
         FaultKind::BitFlip,
         FaultKind::TornWrite,
         FaultKind::PowerCut,
+        FaultKind::MisdirectedWrite,
     ];
 
     /// The label value in metrics and the admin API.
@@ -300,6 +359,7 @@ impl FaultKind {
             FaultKind::BitFlip => "bit_flip",
             FaultKind::TornWrite => "torn_write",
             FaultKind::PowerCut => "power_cut",
+            FaultKind::MisdirectedWrite => "misdirected_write",
         }
     }
 
@@ -352,6 +412,36 @@ mod tests {
         assert_eq!(d.trigger, Trigger::Always);
         let t = FaultSpec::from_json(br#"{"fault": {"torn_write": {}}}"#).unwrap();
         assert_eq!(t.fault, Effect::TornWrite(TornWrite { keep_bytes: None }));
+        let m =
+            FaultSpec::from_json(br#"{"fault": {"misdirected_write": {"sectors": -2}}}"#).unwrap();
+        assert_eq!(
+            m.fault,
+            Effect::MisdirectedWrite(MisdirectedWrite { sectors: Some(-2) })
+        );
+        assert!(m.matches(None, "x.log", OpKind::Write));
+        assert!(!m.matches(None, "x.log", OpKind::Read));
+    }
+
+    #[test]
+    fn a_misdirected_write_lands_where_its_spec_and_draw_say() {
+        let s = crate::SECTOR as u64;
+        let at = |sectors, offset, draw| MisdirectedWrite { sectors }.landing(offset, draw);
+        assert_eq!(at(Some(3), 10 * s, 0), 13 * s);
+        assert_eq!(at(Some(-3), 10 * s, 0), 7 * s);
+        // Never below offset 0: as far after instead.
+        assert_eq!(at(Some(-3), s, 0), 4 * s);
+        // Drawn: 1..=8 sectors, the direction from another bit of the draw.
+        let mut seen = std::collections::BTreeSet::new();
+        for draw in 0..64u64 {
+            for high in [0u64, 1 << 32] {
+                let got = at(None, 100 * s, draw | high) as i64 - (100 * s) as i64;
+                assert_eq!(got % s as i64, 0);
+                let n = got / s as i64;
+                assert!((1..=8).contains(&n.abs()), "{n}");
+                seen.insert(n);
+            }
+        }
+        assert_eq!(seen.len(), 16, "{seen:?}");
     }
 
     #[test]
@@ -362,6 +452,10 @@ mod tests {
             br#"{"fault": "eio", "trigger": {"probability": 1.5}}"#,
             br#"{"fault": "bit_flip", "op": "write"}"#,
             br#"{"fault": {"torn_write": {}}, "op": "read"}"#,
+            br#"{"fault": {"misdirected_write": {}}, "op": "fdatasync"}"#,
+            br#"{"fault": {"misdirected_write": {"sectors": 0}}}"#,
+            br#"{"fault": {"misdirected_write": {"sectors": 262145}}}"#,
+            br#"{"fault": {"misdirected_write": {"sectors": -9223372036854775808}}}"#,
             br#"{"fault": {"latency": {"ms": 60001}}}"#,
             br#"{"fault": "eio", "file": ""}"#,
             br#"{"fault": "eio", "dir": "tmp"}"#,

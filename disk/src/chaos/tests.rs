@@ -182,6 +182,47 @@ fn a_torn_write_stores_only_its_prefix_and_reports_eio() {
 }
 
 #[test]
+fn a_misdirected_write_reports_success_and_lands_elsewhere_in_the_file() {
+    let mut f = fixture();
+    let ldir = f.ledgers.clone();
+    let file = new_file(&mut f, &ldir, "0.log", 1);
+    write(&mut f.disk, file, 2 * SECTOR as u64, filled(2 * SECTOR, 1)).unwrap();
+    f.chaos
+        .add(spec(
+            r#"{"dir": "ledgers", "fault": {"misdirected_write": {"sectors": 2}}, "trigger": "once"}"#,
+        ))
+        .unwrap();
+    // Asked at sector 1, lands at sector 3; the sync half of the linked write still runs.
+    let c = run_one(
+        &mut f.disk,
+        Op::WriteDatasync {
+            file,
+            offset: SECTOR as u64,
+            buf: filled(SECTOR, 2),
+        },
+    );
+    assert_eq!(c.result.unwrap(), SECTOR);
+    let (_, bytes) = read(&mut f.disk, file, 4 * SECTOR);
+    let sector = |i: usize| bytes[i * SECTOR];
+    assert_eq!([sector(0), sector(1), sector(2), sector(3)], [1, 1, 1, 2]);
+    assert_eq!(f.chaos.injected(FaultKind::MisdirectedWrite), 1);
+    // Once: the next write lands where it is asked.
+    write(&mut f.disk, file, SECTOR as u64, filled(SECTOR, 3)).unwrap();
+    let (_, bytes) = read(&mut f.disk, file, 2 * SECTOR);
+    assert!(bytes[SECTOR..].iter().all(|b| *b == 3));
+    // A plain write past the end grows the file where it lands.
+    f.chaos
+        .add(spec(
+            r#"{"fault": {"misdirected_write": {"sectors": 4}}, "trigger": "once"}"#,
+        ))
+        .unwrap();
+    write(&mut f.disk, file, 3 * SECTOR as u64, filled(SECTOR, 4)).unwrap();
+    assert_eq!(f.disk.file_len(file).unwrap(), 8 * SECTOR as u64);
+    let (_, bytes) = read(&mut f.disk, file, 8 * SECTOR);
+    assert_eq!((bytes[3 * SECTOR], bytes[7 * SECTOR]), (2, 4));
+}
+
+#[test]
 fn a_journal_full_above_n_bytes_refuses_writes_with_enospc() {
     let mut f = fixture();
     let (jdir, ldir) = (f.journal.clone(), f.ledgers.clone());
