@@ -27,6 +27,7 @@
 //! The real implementations (bk-journal, bk-entrylog) are adapted in [`real`]; the
 //! in-memory test double lives in [`mem`] and is never what the binary runs.
 
+mod acks;
 pub mod mem;
 pub mod real;
 

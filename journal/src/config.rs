@@ -47,6 +47,9 @@ pub struct JournalConfig {
     pub free_segments_max: usize,
     /// Open segment files with O_DIRECT (default true; the sim ignores it).
     pub direct_io: bool,
+    /// Where acknowledgements are sent from (`ack` module): None (the default), the
+    /// committer thread; Some, each group's batch is handed to the hook.
+    pub ack_delivery: Option<crate::AckDelivery>,
 }
 
 impl Default for JournalConfig {
@@ -62,6 +65,7 @@ impl Default for JournalConfig {
             queue_records_max: 10_000,
             free_segments_max: 2,
             direct_io: true,
+            ack_delivery: None,
         }
     }
 }

@@ -438,6 +438,7 @@ impl Journal {
                 config.no_space_retry,
             );
             committer.keep_storage_epoch(o.storage_epoch);
+            committer.ack_delivery = config.ack_delivery.clone();
             if let Some(reason) = no_space {
                 committer.start_waiting_for_space(reason);
             }

@@ -32,6 +32,7 @@
 //! - every queue is bounded (admission budget in bytes and records);
 //! - replay never takes mid-log corruption for the end of the log.
 
+mod ack;
 pub mod commit;
 mod committer;
 mod config;
@@ -48,6 +49,7 @@ pub mod replay;
 mod segments;
 mod space;
 
+pub use ack::{AckBatch, AckDelivery};
 /// The `bytes` crate the API is expressed in (re-exported for callers without it).
 pub use bytes;
 pub use commit::{GroupCommit, GroupCommitConfig, LogPosition};

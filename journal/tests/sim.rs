@@ -76,6 +76,7 @@ fn random_config(rng: &mut ChaCha8Rng) -> JournalConfig {
         free_segments_max: rng.random_range(0..3),
         direct_io: false,
         group_wait_max: None,
+        ack_delivery: None,
     }
 }
 

@@ -645,9 +645,13 @@ fn open_parts(
                 &mut visit,
             )
         } else {
+            let mut journal_config = config.journal.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                journal_config.ack_delivery = Some(super::acks::on_runtime(&runtime));
+            }
             Journal::open(
                 &config.journal_dirs,
-                config.journal.clone(),
+                journal_config,
                 journal_disks,
                 &mut visit,
             )

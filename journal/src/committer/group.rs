@@ -13,6 +13,7 @@
 //! after they were sent.
 
 use super::{Committer, GROUP_USER_DATA, SPARE_USER_DATA};
+use crate::ack::AckBatch;
 use crate::commit::{CommitError, GroupWrite};
 use crate::error::JournalError;
 use crate::metrics::JournalMetrics;
@@ -244,6 +245,7 @@ impl Committer {
                 }
             }
         }
+        let mut batch = Vec::with_capacity(acks.len());
         for ack in acks {
             bytes += ack.token.charge;
             records += 1;
@@ -254,7 +256,12 @@ impl Committer {
                     "record payload of {payload_len} bytes exceeds the maximum {max}"
                 )),
             });
-            let _ = ack.token.reply.send(r);
+            batch.push((ack.token.reply, r));
+        }
+        let batch = AckBatch(batch);
+        match &self.ack_delivery {
+            Some(d) => d.hand_over(batch),
+            None => batch.deliver(),
         }
         self.metrics
             .records_acked

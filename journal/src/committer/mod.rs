@@ -162,6 +162,8 @@ pub(crate) struct Committer {
     no_space_retry: Duration,
     /// Set while waiting for space (appends refused with `NoSpace`).
     space_wait: Option<SpaceWait>,
+    /// Where each group's acknowledgements go (`crate::ack`); None: sent here.
+    pub(crate) ack_delivery: Option<crate::AckDelivery>,
 }
 
 impl Committer {
@@ -219,6 +221,7 @@ impl Committer {
             space,
             no_space_retry,
             space_wait: None,
+            ack_delivery: None,
         }
     }
 
