@@ -150,6 +150,9 @@ enum Item<T> {
     },
 }
 
+/// Largest group buffer kept for reuse by every ordinary group (4 MiB per journal).
+const GROUP_BUF_REUSE_MAX: usize = 4 << 20;
+
 struct InFlight<T> {
     id: u64,
     /// (token, result once the group is durable, enqueued, bytes) in append order.
@@ -213,6 +216,17 @@ impl<T> GroupCommit<T> {
 
     pub fn config(&self) -> &GroupCommitConfig {
         &self.cfg
+    }
+
+    /// Capacity of the reused buffer of ordinary groups: room for `group_bytes_max` of
+    /// records (a group cut at the cap may pass it by its last record's header), at most
+    /// [`GROUP_BUF_REUSE_MAX`]; groups larger than that get a buffer of their own size.
+    fn ordinary_group_buf_bytes(&self) -> usize {
+        round_up(
+            self.cfg.group_bytes_max + GROUP_HEADER_LEN + format::RECORD_HEADER_LEN,
+            SECTOR,
+        )
+        .min(GROUP_BUF_REUSE_MAX)
     }
 
     /// Appends a record; returns its seq. On `Err` the token has been acked with
@@ -447,9 +461,18 @@ impl<T> GroupCommit<T> {
         let mut buf = match pre {
             Some(b) => b,
             None => {
+                // One buffer serves every ordinary group: sized for the largest one, it
+                // is reused whatever this group's size (a fresh buffer per group size
+                // cost the committer a page fault per 4 KiB it copied in).
+                let floor = self.ordinary_group_buf_bytes();
                 let mut b = match self.spare_buf.take() {
-                    Some(b) if b.capacity() >= padded && b.capacity() <= padded * 4 => b,
-                    _ => AlignedBuf::with_capacity(padded),
+                    Some(b)
+                        if b.capacity() >= padded
+                            && (b.capacity() <= padded * 4 || b.capacity() <= floor) =>
+                    {
+                        b
+                    }
+                    _ => AlignedBuf::with_capacity(padded.max(floor)),
                 };
                 b.set_len(0);
                 // Reserve the header space; fill it once the records are known.
