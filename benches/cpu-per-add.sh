@@ -6,6 +6,8 @@
 #   MODES=rate RATES=20000,40000 benches/cpu-per-add.sh
 #   MODES=pinned ROUNDS=5 benches/cpu-per-add.sh
 #   PROTOCOL=v3 DURATION=10 benches/cpu-per-add.sh
+#   SIDES="ours base java" BASE_BOOKIE_BIN=/path/to/older/bookie benches/cpu-per-add.sh
+#                                                # before/after: another bookie-rs build as "base"
 #
 # Two modes, each run ROUNDS times with the two bookies alternating (round 1 ours first,
 # round 2 Java first, ...), every run on fresh bookies and empty data directories under
@@ -50,6 +52,10 @@ log() { echo "cpu-per-add.sh: $*" >&2; }
 for c in java jq taskset getconf; do command -v $c >/dev/null || die "missing piece: $c"; done
 BOOKIE="${BOOKIE_BIN:-$TARGET/release/bookie}"
 BKBENCH="${BKBENCH_BIN:-$TARGET/release/bkbench}"
+BASE_BOOKIE="${BASE_BOOKIE_BIN:-}"
+if [[ " $SIDES " == *" base "* ]]; then
+  [[ -x "$BASE_BOOKIE" ]] || die "SIDES has base: set BASE_BOOKIE_BIN to the other bookie-rs binary"
+fi
 if [[ -z "${BOOKIE_BIN:-}${BKBENCH_BIN:-}" ]]; then
   log "building bookie and bkbench (release)"
   (cd "$ROOT" && cargo build --release -p bookie -p bkbench) || die "cargo build --release failed"
@@ -117,11 +123,13 @@ start_side() { # side pin|nopin
   local side=$1 pin=$2 first=${#PIDS[@]} p
   rm -rf "$DIR/ours" "$DIR/java" "$DIR/zk"
   mkdir -p "$DIR/ours"
-  if [[ $side == ours ]]; then
-    "$BOOKIE" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
+  if [[ $side == ours || $side == base ]]; then
+    local bin=$BOOKIE
+    [[ $side == base ]] && bin=$BASE_BOOKIE
+    "$bin" --standalone --data-dir "$DIR/ours" --port "$OURS_PORT" \
       --set diskUsageThreshold=0.99 --set diskUsageWarnThreshold=0.98 \
       --set dbStorage_writeCacheMaxSizeMb=256 --set dbStorage_readAheadCacheMaxSizeMb=256 \
-      >"$DIR/ours.log" 2>&1 &
+      >"$DIR/$side.log" 2>&1 &
     PID=$!
     PIDS+=("$PID")
   else
@@ -135,7 +143,7 @@ start_side() { # side pin|nopin
       taskset -a -p -c 0 "$p" >/dev/null || die "taskset -a -p -c 0 $p failed"
     done
   fi
-  wait_ready "$side" "$( [[ $side == ours ]] && echo "$OURS_PORT" || echo "$JAVA_PORT" )" "$PID"
+  wait_ready "$side" "$( [[ $side == java ]] && echo "$JAVA_PORT" || echo "$OURS_PORT" )" "$PID"
 }
 
 # One measured run; appends a line to runs.tsv:
@@ -223,11 +231,12 @@ for (m, r), sides in groups.items():
             cells.append(text)
             meds[(s, i)] = med
         print(f"| {s} | " + " | ".join(cells) + " |")
-    if ("ours", 1) in meds and ("java", 1) in meds:
-        print(f"| ratio | ours/java {meds[('ours', 0)] / meds[('java', 0)]:.2f}× "
-              f"| java/ours {meds[('java', 1)] / meds[('ours', 1)]:.2f}× | "
-              f"| java/ours {meds[('java', 3)] / meds[('ours', 3)]:.2f}× "
-              f"| java/ours {meds[('java', 4)] / meds[('ours', 4)]:.2f}× |")
+    for other in ("java", "base"):
+        if ("ours", 1) in meds and (other, 1) in meds:
+            print(f"| ratio | ours/{other} {meds[('ours', 0)] / meds[(other, 0)]:.2f}× "
+                  f"| {other}/ours {meds[(other, 1)] / meds[('ours', 1)]:.2f}× | "
+                  f"| {other}/ours {meds[(other, 3)] / meds[('ours', 3)]:.2f}× "
+                  f"| {other}/ours {meds[(other, 4)] / meds[('ours', 4)]:.2f}× |")
     print()
 PY
 } | tee "$RESULTS/summary.txt"
