@@ -43,7 +43,7 @@ run options:
   --serial                      run jobs one after another
   --section=NAME[,NAME]         run only these jobs of the job files
   --progress=0                  no progress line on stderr
-  --threads=N                   client runtime threads (default 1; leaves CPU to a local bookie)
+  --threads=N                   client runtime threads (default 1, a current-thread runtime; leaves CPU to a local bookie)
   --cmdhelp                     list every job option
   --help, --version
 
@@ -104,11 +104,22 @@ fn main() -> ExitCode {
         eprintln!("bkbench: no jobs defined (give a job file or --name=JOB)");
         return ExitCode::from(1);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cl.threads)
-        .enable_all()
-        .build()
-    {
+    // One thread: a current-thread runtime. It runs woken tasks in order, so the connection
+    // writers run after every request a batch of responses released was queued, and send
+    // them in one write. Tokio's multi-thread scheduler (even with one worker) runs the last
+    // woken task first: a writer woken by one request sent it alone (measured: the bookie
+    // read 0.53 times per add from such a client, 0.044 from this one).
+    let built = if cl.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cl.threads)
+            .enable_all()
+            .build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bkbench: cannot start the runtime: {e}");
