@@ -111,6 +111,13 @@ pub(super) async fn write_responses(
             }
             continue;
         }
+        // Let the other tasks that are ready run first: when a journal group's
+        // acknowledgements arrive, the tasks of its requests are all woken at once, and on a
+        // multi-thread runtime the writer woken by the first response would otherwise run
+        // before the rest are queued (tokio runs the task woken last first) and send one
+        // response per write (0.93 sendto per add measured with two network threads, 0.02
+        // after this).
+        tokio::task::yield_now().await;
         out.clear();
         out.extend_from_slice(&first.bytes);
         batch.push(first);
