@@ -45,6 +45,10 @@ pub struct DiskConfig {
     pub kind: DiskKind,
     /// Bound on operations submitted and not yet reaped (see [`DEFAULT_QUEUE_DEPTH`]).
     pub queue_depth: usize,
+    /// io_uring: run syncs as fdatasync(2) on the owning thread, not on the kernel's io-wq
+    /// workers (`UringDisk::set_inline_sync`; for a thread that waits for its syncs, such
+    /// as the journal's committer). The syscall backend always does.
+    pub inline_sync: bool,
 }
 
 impl Default for DiskConfig {
@@ -52,6 +56,7 @@ impl Default for DiskConfig {
         DiskConfig {
             kind: DiskKind::Auto,
             queue_depth: DEFAULT_QUEUE_DEPTH,
+            inline_sync: false,
         }
     }
 }
@@ -65,11 +70,17 @@ pub struct OpenedDisk {
     pub uring_error: Option<io::Error>,
 }
 
+fn uring(config: &DiskConfig) -> io::Result<UringDisk> {
+    let mut d = UringDisk::new(config.queue_depth)?;
+    d.set_inline_sync(config.inline_sync);
+    Ok(d)
+}
+
 /// Builds one disk instance (one ring) for the calling thread.
 pub fn open_disk(config: &DiskConfig) -> io::Result<OpenedDisk> {
     match config.kind {
         DiskKind::Uring => Ok(OpenedDisk {
-            disk: Box::new(UringDisk::new(config.queue_depth)?),
+            disk: Box::new(uring(config)?),
             kind: DiskKind::Uring,
             uring_error: None,
         }),
@@ -78,7 +89,7 @@ pub fn open_disk(config: &DiskConfig) -> io::Result<OpenedDisk> {
             kind: DiskKind::Syscall,
             uring_error: None,
         }),
-        DiskKind::Auto => match UringDisk::new(config.queue_depth) {
+        DiskKind::Auto => match uring(config) {
             Ok(d) => Ok(OpenedDisk {
                 disk: Box::new(d),
                 kind: DiskKind::Uring,

@@ -38,7 +38,17 @@
 //!   at ~0.75 GB/s where 5 x 1 MiB concurrent writes + fsync ran at ~1.7 GB/s.)
 //!   A chunked operation pushes at most min(`MAX_CHUNKS`, SQ size) SQEs; the CQ is
 //!   4x the SQ (>= 8 CQEs per operation), so it cannot overflow either;
-//! - `close` fails with EBUSY while operations of that file are not reaped.
+//! - `close` fails with EBUSY while operations of that file are not reaped;
+//! - with **inline syncs** ([`UringDisk::set_inline_sync`]) no Fsync SQE is ever
+//!   pushed: an `Fdatasync` runs fdatasync(2) on the calling thread at submit, and a
+//!   `WriteDatasync` submits its write alone (chunked or not) and, once the write has
+//!   completed in full, runs fdatasync(2) on the thread that reaps it; the results are
+//!   reported exactly as for the linked form (a failed or short write: no sync, the
+//!   write's error or EIO; a failed sync: the sync's error). Why: the kernel runs every
+//!   io_uring fsync on an io-wq worker thread, so each one costs two thread hand-offs
+//!   (wake the worker, wake the waiter); a thread that waits for the sync anyway, like
+//!   the journal's committer, saves both by making the call itself (ARCHITECTURE.md,
+//!   Journal; measured in docs/benchmarks.md "CPU per add").
 
 use crate::fsutil::errno;
 use crate::open_files::{real_namespace_ops, OpenFiles};
@@ -97,6 +107,8 @@ pub struct UringDisk {
     /// Set when io_uring_enter failed for good: every later submit fails with EIO and
     /// late CQEs are ignored (their slots were already reported failed).
     broken: bool,
+    /// Syncs run as fdatasync(2) on this instance's thread (module docs).
+    inline_sync: bool,
 }
 
 fn transient(e: &io::Error) -> bool {
@@ -139,7 +151,14 @@ impl UringDisk {
             unreaped: 0,
             in_kernel: 0,
             broken: false,
+            inline_sync: false,
         })
+    }
+
+    /// Runs syncs as fdatasync(2) on the thread that submits (`Fdatasync`) or reaps
+    /// (`WriteDatasync`) them instead of as io_uring Fsync operations (module docs).
+    pub fn set_inline_sync(&mut self, on: bool) {
+        self.inline_sync = on;
     }
 
     /// How many opens asked for O_DIRECT and were refused it by the file system.
@@ -190,6 +209,16 @@ impl UringDisk {
             }
             slot.cqes_left -= 1;
             if slot.cqes_left == 0
+                && slot.deferred_sync
+                && !slot.sync_issued
+                && slot.write_err == 0
+                && slot.written == slot.want
+                && self.inline_sync
+            {
+                // The write completed in full: the datasync, here and now.
+                slot.sync_issued = true;
+                slot.second = fdatasync_now(slot.fd);
+            } else if slot.cqes_left == 0
                 && slot.deferred_sync
                 && !slot.sync_issued
                 && slot.write_err == 0
@@ -259,6 +288,23 @@ impl UringDisk {
             Ok(_) => {}
             Err(e) if transient(&e) => {}
             Err(e) => self.fail_all(&e),
+        }
+    }
+}
+
+/// fdatasync(2) on `fd`, retried on EINTR: 0, or the negated errno (as a CQE reports it).
+fn fdatasync_now(fd: i32) -> i32 {
+    loop {
+        // SAFETY: a plain system call on a descriptor this instance keeps open while the
+        // operation is unreaped.
+        if unsafe { libc::fdatasync(fd) } == 0 {
+            return 0;
+        }
+        let e = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        if e != libc::EINTR {
+            return -e;
         }
     }
 }
@@ -354,6 +400,24 @@ impl Disk for UringDisk {
             Op::Fdatasync { .. } => (Kind::Fsync, None, 0, 0, 0, 0),
             Op::Fallocate { offset, len, .. } => (Kind::Fallocate, None, 0, 0, offset, len),
         };
+        if kind == Kind::Fsync && self.inline_sync {
+            // No SQE: the sync runs now, and its completion is ready at once.
+            let res = fdatasync_now(fd.0);
+            let result = if res < 0 { Err(errno(-res)) } else { Ok(0) };
+            self.unreaped += 1;
+            if let Ok(f) = self.files.get_mut(file) {
+                f.unreaped += 1;
+            }
+            self.ready.push_back((
+                file,
+                Completion {
+                    user_data,
+                    result,
+                    buf: None,
+                },
+            ));
+            return Ok(());
+        }
         let Some(idx) = self.free.pop() else {
             // unreaped < queue_depth guarantees a free slot.
             return Err(errno(libc::EAGAIN));
@@ -391,6 +455,16 @@ impl Disk for UringDisk {
                     );
                     at += n;
                 }
+                deferred_sync = true;
+            }
+            Kind::WriteDatasync if self.inline_sync => {
+                // The write alone; its sync runs when it is reaped (module docs).
+                sqes.push(
+                    opcode::Write::new(fd, ptr, io_bytes)
+                        .offset(offset)
+                        .build()
+                        .user_data(ud),
+                );
                 deferred_sync = true;
             }
             Kind::WriteDatasync => {

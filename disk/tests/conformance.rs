@@ -69,6 +69,15 @@ fn uring_conformance() {
     common::misuse(&mut d, t.path());
 }
 
+/// The same contract with syncs run inline (`UringDisk::set_inline_sync`, the journal's mode).
+#[test]
+fn uring_inline_sync_conformance() {
+    let Some(mut d) = uring() else { return };
+    d.set_inline_sync(true);
+    let t = scratch();
+    common::conformance(&mut Checked::new(d), t.path());
+}
+
 #[test]
 fn uring_conformance_checked() {
     let Some(d) = uring() else { return };

@@ -157,6 +157,15 @@ fn sim_syscall_and_uring_agree() {
                 let t = tempfile::tempdir_in(&base).unwrap();
                 let ur = run(&mut Checked::new(u), t.path(), seed);
                 same(&sys, &ur, &format!("seed {seed}: syscall vs uring"));
+                let mut inline = UringDisk::new(16).unwrap();
+                inline.set_inline_sync(true);
+                let t = tempfile::tempdir_in(&base).unwrap();
+                let ui = run(&mut Checked::new(inline), t.path(), seed);
+                same(
+                    &ur,
+                    &ui,
+                    &format!("seed {seed}: uring vs uring with inline syncs"),
+                );
             }
             Err(e) if std::env::var_os("BK_REQUIRE_URING").is_some() => {
                 panic!("io_uring unavailable: {e}")

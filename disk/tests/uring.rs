@@ -1,5 +1,5 @@
-//! io_uring-specific behaviour: the linked WriteDatasync's error handling, O_DIRECT,
-//! dropping a ring with operations in flight, and backend selection. Tests print
+//! io_uring-specific behaviour: the linked WriteDatasync's error handling (also with syncs
+//! run inline), O_DIRECT, dropping a ring with operations in flight, and backend selection. Tests print
 //! SKIPPED and return where io_uring is unavailable (unless BK_REQUIRE_URING is set).
 
 mod common;
@@ -27,9 +27,23 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(base).unwrap()
 }
 
+/// A ring with syncs run inline (`UringDisk::set_inline_sync`) or as io_uring Fsyncs.
+fn uring_syncs(inline: bool) -> Option<UringDisk> {
+    let mut d = uring()?;
+    d.set_inline_sync(inline);
+    Some(d)
+}
+
 #[test]
 fn failed_linked_write_cancels_sync_and_completes_once() {
-    let Some(mut d) = uring() else { return };
+    failed_write_datasync_completes_once(false);
+    failed_write_datasync_completes_once(true);
+}
+
+fn failed_write_datasync_completes_once(inline: bool) {
+    let Some(mut d) = uring_syncs(inline) else {
+        return;
+    };
     let t = scratch();
     let p = t.path().join("ro");
     let f = d.open(&p, rw()).unwrap();
@@ -170,6 +184,7 @@ fn open_disk_selects_backends() {
             let o = open_disk(&DiskConfig {
                 kind: DiskKind::Uring,
                 queue_depth: 8,
+                inline_sync: true,
             })
             .unwrap();
             assert_eq!(o.kind, DiskKind::Uring);
@@ -179,7 +194,8 @@ fn open_disk_selects_backends() {
             assert!(o.uring_error.is_some());
             assert!(open_disk(&DiskConfig {
                 kind: DiskKind::Uring,
-                queue_depth: 8
+                queue_depth: 8,
+                inline_sync: false,
             })
             .is_err());
         }
@@ -194,8 +210,15 @@ fn open_disk_selects_backends() {
 /// fsync after them: still one completion with the whole byte count, data in place.
 #[test]
 fn chunked_write_datasync_completes_once_with_all_bytes() {
+    chunked_write_datasync(false);
+    chunked_write_datasync(true);
+}
+
+fn chunked_write_datasync(inline: bool) {
     use bk_disk::uring::WRITE_CHUNK;
-    let Some(mut d) = uring() else { return };
+    let Some(mut d) = uring_syncs(inline) else {
+        return;
+    };
     let t = scratch();
     let f = d.open(&t.path().join("big"), rw()).unwrap();
     // Not a multiple of the chunk: the last chunk is shorter.
@@ -230,8 +253,15 @@ fn chunked_write_datasync_completes_once_with_all_bytes() {
 /// (no sync is issued), and the ring stays usable.
 #[test]
 fn failed_chunked_write_completes_once_with_the_error() {
+    failed_chunked_write(false);
+    failed_chunked_write(true);
+}
+
+fn failed_chunked_write(inline: bool) {
     use bk_disk::uring::WRITE_CHUNK;
-    let Some(mut d) = uring() else { return };
+    let Some(mut d) = uring_syncs(inline) else {
+        return;
+    };
     let t = scratch();
     let p = t.path().join("ro");
     let f = d.open(&p, rw()).unwrap();

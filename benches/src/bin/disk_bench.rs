@@ -149,6 +149,7 @@ fn main() {
         let cfg = DiskConfig {
             kind: *kind,
             queue_depth: 8,
+            inline_sync: false,
         };
         let mut opened = match bk_disk::open_disk(&cfg) {
             Ok(o) => o,

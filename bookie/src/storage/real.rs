@@ -522,21 +522,37 @@ impl StorageDisks {
     /// The real backends `config.disk` names (io_uring or syscalls), one instance per
     /// caller, wrapped in the chaos layer when `config.chaos` is set (docs/chaos.md).
     pub fn real(config: &RealStorageConfig) -> StorageDisks {
-        let disk_config = config.disk;
         let chaos = config.chaos.clone();
-        let open_one = move || {
-            let disk = bk_disk::open_disk(&disk_config)?.disk;
-            Ok(match &chaos {
-                Some(c) => bk_disk::chaos::wrap(disk, c),
-                None => disk,
-            })
-        };
-        let journal_one = open_one.clone();
+        let entry_log = real_disk_factory(config.disk, chaos.clone());
+        // The committer waits for each group's sync anyway: it makes the fdatasync call
+        // itself instead of handing it to an io_uring worker thread (bk_disk's uring.rs).
+        let journal = real_disk_factory(
+            bk_disk::DiskConfig {
+                inline_sync: true,
+                ..config.disk
+            },
+            chaos,
+        );
         StorageDisks {
-            entry_log: Arc::new(open_one),
-            journal: Arc::new(move |_index| journal_one()),
+            entry_log,
+            journal: Arc::new(move |_index| journal()),
         }
     }
+}
+
+/// Opens one real backend instance as `disk` says, wrapped in the chaos layer when `chaos`
+/// is set (docs/chaos.md).
+fn real_disk_factory(
+    disk: bk_disk::DiskConfig,
+    chaos: Option<Arc<bk_disk::chaos::Chaos>>,
+) -> bk_entrylog::DiskFactory {
+    Arc::new(move || {
+        let d = bk_disk::open_disk(&disk)?.disk;
+        Ok(match &chaos {
+            Some(c) => bk_disk::chaos::wrap(d, c),
+            None => d,
+        })
+    })
 }
 
 /// Opens the entry log, replays the journal into it, flushes and checkpoints (module
