@@ -13,18 +13,18 @@
 # PulsarClusterMetadataSetup, 3 bookies with DbLedgerStorage's keys and 256 MiB write and
 # read-ahead caches, one broker, v2 wire as brokers use, ensemble/write/ack 3/3/2, a 16 MiB
 # broker cache so reads come from the bookies):
-#   1. 1 KiB messages at RATE_1K msg/s (default 2000) for SECONDS (default 20): publish latency
+#   1. 1 KiB messages at RATE_1K msg/s (default 2000) for LOAD_SECONDS (default 20): publish latency
 #      p50 / p99 / p99.9 (open loop, from when each message was due);
 #   2. 5 MiB messages (chunked: 2 chunks each, stock 5 MiB maxMessageSize) at RATE_5M msg/s
-#      (default 4) for SECONDS: the same latencies;
-#   3. max publish throughput of 1 KiB messages, MAX_INFLIGHT (default 1000) in flight, SECONDS;
+#      (default 4) for LOAD_SECONDS: the same latencies;
+#   3. max publish throughput of 1 KiB messages, MAX_INFLIGHT (default 1000) in flight, LOAD_SECONDS;
 #   4. consumer catch-up: the topic of 3 unloaded, consumed from earliest by a new subscription;
 #   5. one GB_BYTES (default 1 GiB) file as one chunked message: time to publish, time to
 #      consume (FileRoundTrip, topic unloaded first), SHA-256 equal;
 #   and each bookie's peak RSS (VmHWM) over the round.
 # Then a table of medians (with ranges) per implementation and the ratio ours / Java.
 # Env: BOOKIE_BIN (default target/release/bookie), OUT_DIR (default a new /tmp/bk-pulsar-compare.X),
-# ROUNDS, SECONDS, RATE_1K, RATE_5M, MAX_INFLIGHT, GB_BYTES (0 skips step 5), IMPLS (default
+# ROUNDS, LOAD_SECONDS, RATE_1K, RATE_5M, MAX_INFLIGHT, GB_BYTES (0 skips step 5), IMPLS (default
 # "rust java").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,9 @@ root=$(cd "$here/.." && pwd)
 OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/bk-pulsar-compare.XXXXXX)}
 mkdir -p "$OUT_DIR"
 ROUNDS=${ROUNDS:-3}
-SECONDS_EACH=${SECONDS:-20}
+# Not SECONDS: bash keeps that one as the seconds since the shell started (0 here), which made
+# every load run for 0 s and report nothing.
+SECONDS_EACH=${LOAD_SECONDS:-20}
 RATE_1K=${RATE_1K:-2000}
 RATE_5M=${RATE_5M:-4}
 MAX_INFLIGHT=${MAX_INFLIGHT:-1000}
@@ -72,16 +74,24 @@ one_round() {
             "$PL_SERVICE_URL" "$PL_ADMIN_URL" "$@" 2>>"$PL_DIR/load.log"; }
         # "... = <msg/s> msg/s <MB/s> MB/s; latency ms p50 <a> p99 <b> p99.9 <c> max <d>"
         fields() { sed -E 's/.* = ([0-9.]+) msg\/s ([0-9.]+) MB\/s; latency ms p50 ([0-9.]+) p99 ([0-9.]+) p99\.9 ([0-9.]+) max ([0-9.]+).*/\1 \2 \3 \4 \5 \6/'; }
+        # A load that acknowledged nothing measured nothing: stop rather than report zeros.
+        acked() {
+            echo "$1" | grep -qE ' [1-9][0-9]* acked ' \
+                || { echo "  [$impl r$round] nothing acknowledged: $1 (log: $PL_DIR/load.log)" >&2; exit 1; }
+        }
         line=$(load persistent://public/default/rate-1k rate 1024 "$RATE_1K" "$SECONDS_EACH")
         echo "  [$impl r$round] $line"
+        acked "$line"
         read -r ms mbs p50 p99 p999 _ <<<"$(echo "$line" | fields)"
         row rate1k_msgs "$ms"; row rate1k_p50 "$p50"; row rate1k_p99 "$p99"; row rate1k_p999 "$p999"
         line=$(load persistent://public/default/rate-5m rate 5242880 "$RATE_5M" "$SECONDS_EACH")
         echo "  [$impl r$round] $line"
+        acked "$line"
         read -r ms mbs p50 p99 p999 _ <<<"$(echo "$line" | fields)"
         row rate5m_msgs "$ms"; row rate5m_p50 "$p50"; row rate5m_p99 "$p99"; row rate5m_p999 "$p999"
         line=$(load persistent://public/default/max-1k max 1024 "$MAX_INFLIGHT" "$SECONDS_EACH")
         echo "  [$impl r$round] $line"
+        acked "$line"
         read -r ms mbs p50 p99 p999 _ <<<"$(echo "$line" | fields)"
         row max1k_msgs "$ms"; row max1k_p99 "$p99"
         line=$(load persistent://public/default/max-1k catchup)
