@@ -286,6 +286,12 @@ pub trait LedgerStorage: Send + Sync + 'static {
     fn needs_flush(&self) -> bool;
     /// Makes everything inserted so far durable in the entry log and its index.
     fn flush(&self) -> Result<(), StorageError>;
+    /// [`LedgerStorage::flush`] at a pace that spares the device (the periodic
+    /// checkpoint's: bk_entrylog's `flush_pace`), at full speed once `hurry()` is true.
+    fn flush_paced(&self, hurry: &dyn Fn() -> bool) -> Result<(), StorageError> {
+        let _ = hurry;
+        self.flush()
+    }
     /// The generation of the durable per-ledger state (the entry log's `ledgers.state`
     /// epoch) after the last flush: recorded with each journal checkpoint, so that an
     /// older copy of the state file put back is refused at start-up. 0: not tracked.
@@ -381,6 +387,9 @@ pub struct Store {
     checkpointers: Vec<Arc<dyn Checkpointer>>,
     fatal: FatalHandler,
     flush_lock: parking_lot::Mutex<()>,
+    /// Callers of [`Store::flush_and_checkpoint`] waiting for `flush_lock`: while any
+    /// does, a paced periodic checkpoint runs at full speed.
+    checkpoint_waiters: std::sync::atomic::AtomicUsize,
 }
 
 impl Store {
@@ -396,6 +405,7 @@ impl Store {
             checkpointers,
             fatal,
             flush_lock: parking_lot::Mutex::new(()),
+            checkpoint_waiters: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -420,14 +430,48 @@ impl Store {
     /// A failure goes to the fatal handler, except a lack of space (returned, not fatal:
     /// no checkpoint is taken, the journal keeps everything above the last one).
     pub fn flush_and_checkpoint(&self) -> Result<(), StorageError> {
-        let _one_at_a_time = self.flush_lock.lock();
+        use std::sync::atomic::Ordering::SeqCst;
+        self.checkpoint_waiters.fetch_add(1, SeqCst);
+        let one_at_a_time = self.flush_lock.lock();
+        self.checkpoint_waiters.fetch_sub(1, SeqCst);
+        self.checkpoint_locked(None, one_at_a_time)
+    }
+
+    /// The periodic [`Store::flush_and_checkpoint`]: the entry-log flush is paced
+    /// (bk_entrylog's `flush_pace`: a write-cache half written in one burst stalls the
+    /// journal's fdatasyncs where both share a device) and runs at full speed once `stop`
+    /// is set or another checkpoint waits.
+    pub fn periodic_checkpoint(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<(), StorageError> {
+        let one_at_a_time = self.flush_lock.lock();
+        let hurry = || {
+            stop.load(std::sync::atomic::Ordering::SeqCst)
+                || self
+                    .checkpoint_waiters
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    > 0
+        };
+        self.checkpoint_locked(Some(&hurry), one_at_a_time)
+    }
+
+    /// The body of a checkpoint; `_one_at_a_time` is `flush_lock`'s guard.
+    fn checkpoint_locked(
+        &self,
+        paced: Option<&dyn Fn() -> bool>,
+        _one_at_a_time: parking_lot::MutexGuard<'_, ()>,
+    ) -> Result<(), StorageError> {
         let result: Result<(), StorageError> = (|| {
             let marks = self
                 .checkpointers
                 .iter()
                 .map(|c| c.mark())
                 .collect::<Result<Vec<_>, _>>()?;
-            self.storage.flush()?;
+            match paced {
+                Some(hurry) => self.storage.flush_paced(hurry)?,
+                None => self.storage.flush()?,
+            }
             let storage_epoch = self.storage.state_epoch();
             let mut all_persisted = true;
             for (c, mark) in self.checkpointers.iter().zip(marks) {
@@ -476,7 +520,7 @@ impl Store {
                 while !stop.load(std::sync::atomic::Ordering::Acquire) {
                     std::thread::sleep(poll);
                     if store.storage.needs_flush() || last.elapsed() >= interval {
-                        match store.flush_and_checkpoint() {
+                        match store.periodic_checkpoint(&stop) {
                             Ok(()) => {
                                 if std::mem::take(&mut full) {
                                     tracing::info!("checkpoint flush succeeded again; journal checkpoint advanced");

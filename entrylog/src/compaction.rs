@@ -313,6 +313,7 @@ impl Shared {
                 self.cfg.flush_queue_depth,
                 self.cfg.direct_io,
                 &|| self.compaction_cancelled(pass.cancel),
+                &|_| {},
             )? {
                 Some(w) => Some(w),
                 // Cancelled mid-write: the .tmp is gone, the group stays as it is.

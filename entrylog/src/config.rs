@@ -35,6 +35,11 @@ pub struct EntryLogConfig {
     pub readers: usize,
     /// Open files with O_DIRECT where the backend supports it.
     pub direct_io: bool,
+    /// The slowest a background flush of a write-cache half runs, bytes/s; it runs at
+    /// twice the rate the half filled at when that is faster, and at full speed when
+    /// hurried (`flush_pace` has the rule and the reason). 0: flushes are not paced
+    /// (the default here; the bookie sets 64 MiB/s). Not a stock key.
+    pub flush_pace_min_bytes_per_sec: u64,
     /// Segments whose live fraction is below this are compacted
     /// (`majorCompactionThreshold`; `minorCompactionThreshold` may be passed per call).
     pub compaction_threshold: f64,
@@ -97,6 +102,7 @@ impl Default for EntryLogConfig {
             flush_queue_depth: 4,
             readers: 32,
             direct_io: true,
+            flush_pace_min_bytes_per_sec: 0,
             compaction_threshold: 0.5,
             compaction_rate_bytes_per_sec: 1_000_000,
             compaction_rate_entries_per_sec: 0,

@@ -1,6 +1,6 @@
 //! The write path: adds into the active write-cache half (with throttling), swapping
-//! halves, the background flusher, `flush()` (the checkpoint flush) and the
-//! ledger-state file writes.
+//! halves, the background flusher, `flush()` (the checkpoint flush; paced or not:
+//! `flush_pace`) and the ledger-state file writes.
 //!
 //! Invariants: at most one half is being flushed and flushes are serialised by
 //! `flush_lock`; a half is dropped only after its segment is durable and installed in
@@ -8,6 +8,7 @@
 //! the call is durable and the ledger state written after them is durable.
 
 use crate::disk_usage::DirState;
+use crate::flush_pace::Pace;
 use crate::format::{LedgerStateRecord, SegmentRecord, StateFile};
 use crate::index::{LedgerMeta, Run, SegmentMeta};
 use crate::metrics::EntryLogMetrics as M;
@@ -16,6 +17,7 @@ use crate::segment::{self, SegmentInput};
 use crate::{lac_field, Error, Inner, Result, Shared, STATE_FILE};
 use bk_disk::Disk;
 use bytes::Bytes;
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,6 +143,9 @@ impl Shared {
             return;
         }
         g.swaps += 1;
+        let now = Instant::now();
+        g.flushing_fill = now.saturating_duration_since(g.active_since);
+        g.active_since = now;
         let half = std::mem::take(&mut g.active);
         g.flushing = Some((Arc::new(half), g.swaps));
         self.flusher_cv.notify_all();
@@ -170,11 +175,19 @@ impl Shared {
             }
             let started = Instant::now();
             let mut disk = self.flush_lock.lock();
-            if self.inner.lock().flushing.is_none() {
-                continue; // a flush() call got there first
-            }
+            let pace = {
+                let g = self.inner.lock();
+                let Some((half, _)) = g.flushing.as_ref() else {
+                    continue; // a flush() call got there first
+                };
+                Pace::for_half(
+                    half.bytes() as u64,
+                    g.flushing_fill,
+                    self.cfg.flush_pace_min_bytes_per_sec,
+                )
+            };
             let r = self
-                .flush_flushing(disk.as_mut())
+                .flush_flushing(disk.as_mut(), pace.as_ref(), &|| false)
                 .and_then(|_| self.persist_state_with(disk.as_mut(), false));
             drop(disk);
             match &r {
@@ -230,9 +243,31 @@ impl Shared {
         self.notify_mode();
     }
 
-    pub(crate) fn flush(&self) -> Result<()> {
+    /// Takes `flush_lock` for a caller other than the flusher: counted while it waits,
+    /// so a paced background flush holding the lock runs at full speed (`flush_pace`).
+    fn lock_flush(&self) -> parking_lot::MutexGuard<'_, Box<dyn Disk>> {
+        self.flush_lock_waiters.fetch_add(1, Ordering::SeqCst);
+        let disk = self.flush_lock.lock();
+        self.flush_lock_waiters.fetch_sub(1, Ordering::SeqCst);
+        disk
+    }
+
+    /// True when a paced background flush should run at full speed: the log is
+    /// stopping, someone waits for `flush_lock`, or the active half is half full.
+    fn flush_hurried(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+            || self.flush_lock_waiters.load(Ordering::SeqCst) > 0
+            || self.inner.lock().active.bytes() >= self.cfg.write_cache_bytes / 4
+    }
+
+    /// `paced`: keep to `flush_pace` until this or [`Shared::flush_hurried`] says hurry.
+    pub(crate) fn flush(&self, paced: Option<&dyn Fn() -> bool>) -> Result<()> {
         let started = Instant::now();
-        let mut disk = self.flush_lock.lock();
+        // A paced flush does not hurry the background flush it waits for.
+        let mut disk = match paced {
+            Some(_) => self.flush_lock.lock(),
+            None => self.lock_flush(),
+        };
         let target = {
             let mut g = self.inner.lock();
             if g.closed {
@@ -247,7 +282,7 @@ impl Shared {
         };
         let r = (|| {
             loop {
-                let pending = {
+                let (pending, pace) = {
                     let mut g = self.inner.lock();
                     if g.flushed_swaps >= target {
                         break;
@@ -255,12 +290,20 @@ impl Shared {
                     if g.flushing.is_none() {
                         self.swap_locked(&mut g);
                     }
-                    g.flushing.is_some()
+                    let pace = match (paced, g.flushing.as_ref()) {
+                        (Some(_), Some((half, _))) => Pace::for_half(
+                            half.bytes() as u64,
+                            g.flushing_fill,
+                            self.cfg.flush_pace_min_bytes_per_sec,
+                        ),
+                        _ => None,
+                    };
+                    (g.flushing.is_some(), pace)
                 };
                 if !pending {
                     break;
                 }
-                self.flush_flushing(disk.as_mut())?;
+                self.flush_flushing(disk.as_mut(), pace.as_ref(), paced.unwrap_or(&|| false))?;
             }
             self.persist_state_with(disk.as_mut(), true)
         })();
@@ -297,8 +340,18 @@ impl Shared {
     /// Writes the flushing half as segments of bounded size (`room`) and installs each as
     /// it becomes durable; the half is dropped once all of it is. A failure (ENOSPC, EIO)
     /// leaves the rest in the half, and the next call resumes at its cursor. Caller holds
-    /// flush_lock.
-    pub(crate) fn flush_flushing(&self, disk: &mut dyn Disk) -> Result<()> {
+    /// flush_lock. With `pace`, the writes keep to it until `hurry()` or
+    /// [`Shared::flush_hurried`] is true (`flush_pace`).
+    pub(crate) fn flush_flushing(
+        &self,
+        disk: &mut dyn Disk,
+        pace: Option<&Pace>,
+        hurry: &dyn Fn() -> bool,
+    ) -> Result<()> {
+        // Bytes of this half written by earlier segments of this call, and whether the
+        // pace was given up (it is not taken up again).
+        let written = Cell::new(0u64);
+        let hurried = Cell::new(pace.is_none());
         loop {
             let (half, swap_no, cursor) = {
                 let g = self.inner.lock();
@@ -319,7 +372,15 @@ impl Shared {
                     let (dir, room) = self.pick_dir_with_room(disk, need)?;
                     let (input, next) =
                         room::cut(pending, room.min(self.cfg.segment_max_bytes).max(need));
-                    self.write_and_install(disk, dir, &input)?;
+                    let keep_pace = |done: u64| {
+                        if let (Some(p), false) = (pace, hurried.get()) {
+                            if p.wait(written.get() + done, &|| hurry() || self.flush_hurried()) {
+                                hurried.set(true);
+                            }
+                        }
+                    };
+                    let data_len = self.write_and_install(disk, dir, &input, &keep_pace)?;
+                    written.set(written.get() + data_len);
                     next
                 }
             };
@@ -344,7 +405,8 @@ impl Shared {
         disk: &mut dyn Disk,
         dir: usize,
         input: &SegmentInput<'_>,
-    ) -> Result<()> {
+        pace: &dyn Fn(u64),
+    ) -> Result<u64> {
         let id = {
             let mut g = self.inner.lock();
             g.next_segment_id += 1;
@@ -359,6 +421,7 @@ impl Shared {
             self.cfg.flush_write_bytes,
             self.cfg.flush_queue_depth,
             self.cfg.direct_io,
+            pace,
         ) {
             Ok(w) => w,
             Err(e) => {
@@ -368,6 +431,7 @@ impl Shared {
                 return Err(e);
             }
         };
+        let data_len = w.data_len;
         let mut g = self.inner.lock();
         M::add(&self.metrics.flush_bytes, w.data_len);
         g.index.add_segment(
@@ -394,11 +458,11 @@ impl Shared {
                 );
             }
         }
-        Ok(())
+        Ok(data_len)
     }
 
     pub(crate) fn persist_state(&self, checkpoint: bool) -> Result<()> {
-        let mut disk = self.flush_lock.lock();
+        let mut disk = self.lock_flush();
         self.persist_state_with(disk.as_mut(), checkpoint)
     }
 

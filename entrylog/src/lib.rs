@@ -36,6 +36,7 @@ pub mod corruption_report;
 pub mod disk_usage;
 pub mod error;
 mod flush;
+mod flush_pace;
 pub mod format;
 mod gc;
 mod index;
@@ -119,6 +120,11 @@ struct Inner {
     closed: bool,
     flusher_backoff_until: Option<Instant>,
     flusher_backoff: Duration,
+    /// When the active half took its first entry since the last swap (or the log
+    /// opened): how long a half took to fill paces its flush (`flush_pace`).
+    active_since: Instant,
+    /// How long the flushing half took to fill.
+    flushing_fill: Duration,
     /// First (ledger, entry) of the flushing half not yet in a segment (a flush is cut
     /// into bounded segments and may stop part way, for lack of space).
     flush_cursor: Option<(u64, u64)>,
@@ -174,6 +180,9 @@ struct Shared {
     flusher_cv: Condvar,
     /// Serialises flushes and ledger-state writes.
     flush_lock: Mutex<Box<dyn Disk>>,
+    /// Callers waiting for `flush_lock` other than the flusher: while any does, a paced
+    /// background flush runs at full speed (`flush_pace`).
+    flush_lock_waiters: AtomicUsize,
     /// For space checks and segment removal.
     aux_disk: Mutex<Box<dyn Disk>>,
     readers: Vec<Mutex<ReaderSlot>>,
@@ -317,7 +326,16 @@ impl EntryLog {
     /// durable; the bookie may then persist its journal checkpoint mark and trim.
     /// The bookie must call it from one loop: capture mark, flush(), persist mark.
     pub fn flush(&self) -> Result<()> {
-        self.shared.flush()
+        self.shared.flush(None)
+    }
+
+    /// [`EntryLog::flush`] at a pace (`flush_pace`; `EntryLogConfig::flush_pace_min_bytes_per_sec`)
+    /// so that the halves it writes do not reach the device in one burst: for a periodic
+    /// checkpoint, which nothing waits for. Runs at full speed once `hurry()` is true (the
+    /// caller's reasons) or the log's own reasons hold (someone waits for a flush or a
+    /// state write, the active half is half full, the log is stopping).
+    pub fn flush_paced(&self, hurry: &dyn Fn() -> bool) -> Result<()> {
+        self.shared.flush(Some(hurry))
     }
 
     /// Compacts segments whose live fraction is below `threshold` (None = the
@@ -437,7 +455,7 @@ impl EntryLog {
 
     /// Flushes and stops the flusher thread. Further calls fail with `Closed`.
     pub fn close(mut self) -> Result<()> {
-        let r = self.shared.flush();
+        let r = self.shared.flush(None);
         self.stop_flusher();
         r
     }

@@ -304,7 +304,7 @@ mod tests {
                     .collect(),
             )],
         };
-        write_segment(&mut d, dir, 3, 1, &input, 1 << 20, 4, false).unwrap();
+        write_segment(&mut d, dir, 3, 1, &input, 1 << 20, 4, false, &|_| {}).unwrap();
         dir.join(segment_name(3))
     }
 

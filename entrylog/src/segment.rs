@@ -65,10 +65,19 @@ struct ChunkWriter<'d> {
     spare: Vec<AlignedBuf>,
     in_flight: usize,
     error: Option<io::Error>,
+    /// Called with the bytes submitted so far before each chunk is submitted (a
+    /// background flush sleeps there to keep its pace: `flush_pace`).
+    pace: &'d dyn Fn(u64),
 }
 
 impl<'d> ChunkWriter<'d> {
-    fn new(disk: &'d mut dyn Disk, file: FileId, chunk: usize, depth: usize) -> Self {
+    fn new(
+        disk: &'d mut dyn Disk,
+        file: FileId,
+        chunk: usize,
+        depth: usize,
+        pace: &'d dyn Fn(u64),
+    ) -> Self {
         ChunkWriter {
             disk,
             file,
@@ -79,6 +88,7 @@ impl<'d> ChunkWriter<'d> {
             spare: Vec::new(),
             in_flight: 0,
             error: None,
+            pace,
         }
     }
 
@@ -125,6 +135,7 @@ impl<'d> ChunkWriter<'d> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        (self.pace)(self.buf_offset);
         let next = self
             .spare
             .pop()
@@ -177,6 +188,8 @@ fn datasync(disk: &mut dyn Disk, file: FileId) -> io::Result<()> {
 /// Writes a complete segment: `<dir>/seg-<id>.seg.tmp`, datasync, rename to
 /// `seg-<id>.seg`, sync the directory. On failure the temporary file is removed
 /// (best effort) and the error returned; nothing is left under the final name.
+/// `pace` is called with the bytes submitted so far before each chunk is submitted (the
+/// background flush sleeps there: `flush_pace`); `&|_| {}` for none.
 #[allow(clippy::too_many_arguments)]
 pub fn write_segment(
     disk: &mut dyn Disk,
@@ -187,8 +200,20 @@ pub fn write_segment(
     chunk: usize,
     depth: usize,
     direct: bool,
+    pace: &dyn Fn(u64),
 ) -> Result<WrittenSegment> {
-    let written = write_segment_until(disk, dir, id, seq, input, chunk, depth, direct, &|| false)?;
+    let written = write_segment_until(
+        disk,
+        dir,
+        id,
+        seq,
+        input,
+        chunk,
+        depth,
+        direct,
+        &|| false,
+        pace,
+    )?;
     // Never cancelled, so never None.
     written.ok_or_else(|| Error::io(format!("writing segment {id}"), io::ErrorKind::Other.into()))
 }
@@ -207,6 +232,7 @@ pub(crate) fn write_segment_until(
     depth: usize,
     direct: bool,
     cancelled: &dyn Fn() -> bool,
+    pace: &dyn Fn(u64),
 ) -> Result<Option<WrittenSegment>> {
     let final_path = dir.join(segment_name(id));
     let tmp_path = dir.join(format!("{}.tmp", segment_name(id)));
@@ -221,7 +247,7 @@ pub(crate) fn write_segment_until(
             },
         )
         .map_err(|e| Error::io(format!("creating {}", tmp_path.display()), e))?;
-    let result = write_segment_body(disk, file, id, seq, input, chunk, depth, cancelled);
+    let result = write_segment_body(disk, file, id, seq, input, chunk, depth, cancelled, pace);
     let close = disk.close(file);
     let outcome = result.and_then(|body| {
         let Some((file_len, data_len, runs)) = body else {
@@ -258,6 +284,7 @@ fn write_segment_body(
     chunk: usize,
     depth: usize,
     cancelled: &dyn Fn() -> bool,
+    pace: &dyn Fn(u64),
 ) -> Result<Option<(u64, u64, Vec<LedgerRun>)>> {
     let chunk = round_up(chunk.max(SECTOR), SECTOR);
     // Lay out first, so the file can be preallocated: offsets, lengths and the CRCs the
@@ -302,7 +329,7 @@ fn write_segment_body(
         Err(e) if e.raw_os_error() == Some(28) => return Err(io_err("preallocating")(e)),
         Err(_) => {}
     }
-    let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1));
+    let mut w = ChunkWriter::new(disk, file, chunk, depth.max(1), pace);
     // Ok(false): cancelled.
     let mut write_all = |w: &mut ChunkWriter<'_>| -> io::Result<bool> {
         for ((ledger, entries), run) in input.ledgers.iter().zip(runs.iter_mut()) {

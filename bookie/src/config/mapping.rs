@@ -98,6 +98,12 @@ pub fn journal_config(cfg: &BookieConfig) -> JournalConfig {
     }
 }
 
+/// The slowest a background write-cache flush runs (bk_entrylog's `flush_pace`): a
+/// 128 MiB half takes at most 2 s, and faster when it filled faster. Not a stock key:
+/// the pace never makes an add wait (a half-full active half lifts it), so there is
+/// nothing for an operator to trade.
+pub const FLUSH_PACE_MIN_BYTES_PER_SEC: u64 = 64 << 20;
+
 /// The entry log's settings: caches, throttling and disk thresholds.
 pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
     EntryLogConfig {
@@ -127,6 +133,7 @@ pub fn entry_log_config(cfg: &BookieConfig) -> EntryLogConfig {
         },
         segment_max_bytes: cfg.entry_log_size_limit_bytes,
         read_only_on_any_dir_full: cfg.read_only_mode_on_any_disk_full_enabled,
+        flush_pace_min_bytes_per_sec: FLUSH_PACE_MIN_BYTES_PER_SEC,
         ..EntryLogConfig::default()
     }
 }

@@ -185,6 +185,10 @@ impl LedgerStorage for EntryLogStorage {
         self.with(|log| log.flush())
     }
 
+    fn flush_paced(&self, hurry: &dyn Fn() -> bool) -> Result<(), StorageError> {
+        self.with(|log| log.flush_paced(hurry))
+    }
+
     fn state_epoch(&self) -> u64 {
         self.with(|log| Ok(log.durable_state_epoch())).unwrap_or(0)
     }
