@@ -170,7 +170,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("ledgerMetadataRocksdbConf", N(NO_ROCKSDB)),
     ("logSizeLimit", H("the largest segment a flush writes (a larger write-cache half becomes several segments)")),
     ("entryLogFilePreallocationEnabled", N("a segment is written whole by one flush: there is no next file to preallocate")),
-    ("flushInterval", H("the checkpoint period: write cache flushed, journal mark persisted (at least 100 ms)")),
+    ("flushInterval", H("the checkpoint period: write cache flushed, journal mark persisted (at least 100 ms); the periodic flush is paced to spare a shared device (ARCHITECTURE.md, \"Background and periodic flushes are paced\")")),
     ("flushEntrylogBytes", N("segments are written with O_DIRECT and made durable once, at the end of the flush: there is no page-cache backlog to flush early")),
     ("readBufferSizeBytes", N("a buffer of Java's BufferedChannel: segment reads are direct")),
     ("writeBufferSizeBytes", N("a buffer of Java's BufferedChannel: segment writes are direct")),
