@@ -177,14 +177,10 @@ impl Shared {
             let mut disk = self.flush_lock.lock();
             let pace = {
                 let g = self.inner.lock();
-                let Some((half, _)) = g.flushing.as_ref() else {
+                if g.flushing.is_none() {
                     continue; // a flush() call got there first
-                };
-                Pace::for_half(
-                    half.bytes() as u64,
-                    g.flushing_fill,
-                    self.cfg.flush_pace_min_bytes_per_sec,
-                )
+                }
+                self.pace_of_flushing(&g)
             };
             let r = self
                 .flush_flushing(disk.as_mut(), pace.as_ref(), &|| false)
@@ -218,6 +214,17 @@ impl Shared {
                 }
             };
         }
+    }
+
+    /// The pace of writing the flushing half (`flush_pace`): None when pacing is off or
+    /// no half is being flushed.
+    fn pace_of_flushing(&self, g: &Inner) -> Option<Pace> {
+        let (half, _) = g.flushing.as_ref()?;
+        Pace::for_half(
+            half.bytes() as u64,
+            g.flushing_fill,
+            self.cfg.flush_pace_min_bytes_per_sec,
+        )
     }
 
     /// Records whether flushing is blocked for lack of space: sets or clears `no_space`,
@@ -290,14 +297,7 @@ impl Shared {
                     if g.flushing.is_none() {
                         self.swap_locked(&mut g);
                     }
-                    let pace = match (paced, g.flushing.as_ref()) {
-                        (Some(_), Some((half, _))) => Pace::for_half(
-                            half.bytes() as u64,
-                            g.flushing_fill,
-                            self.cfg.flush_pace_min_bytes_per_sec,
-                        ),
-                        _ => None,
-                    };
+                    let pace = paced.and_then(|_| self.pace_of_flushing(&g));
                     (g.flushing.is_some(), pace)
                 };
                 if !pending {
