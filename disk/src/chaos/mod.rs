@@ -6,9 +6,11 @@
 //! directory kind (journal / ledgers / index), a file-name glob and an operation, with a
 //! seeded trigger. One concern per file: `spec` (the fault spec and its JSON parser, a
 //! trust boundary), `trigger` (when a matching operation is hit), `control` (active
-//! faults, per-kind counts), `disk` (the wrapping `Disk` and each effect's semantics),
-//! `power` (the power cut: what the layer keeps to undo unsynced writes on a real file
-//! system, and the cut itself).
+//! faults, per-kind counts), `disk` (the wrapping `Disk` and each effect's semantics; its
+//! child `disk/power_cut` the wrapper's power-cut bookkeeping), `power` (the power cut:
+//! what the layer keeps to undo unsynced writes on a real file system, and the cut
+//! itself). Tests: `tests`, `power_tests` (real file systems) and `power_sim_tests` (the
+//! seeded property test on the simulated disk).
 //!
 //! Off unless the bookie enables it: without chaos the backend is used unwrapped, so the
 //! layer costs nothing. With chaos on but no `power_cut` fault ever added, the power-cut
@@ -32,6 +34,8 @@ pub use spec::{
 };
 pub use trigger::TriggerState;
 
+#[cfg(test)]
+mod power_sim_tests;
 #[cfg(test)]
 mod power_tests;
 #[cfg(test)]
