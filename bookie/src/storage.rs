@@ -246,6 +246,11 @@ pub struct LedgerMeta {
 pub trait LedgerStorage: Send + Sync + 'static {
     /// The ledger's persisted state, `None` if the ledger is unknown.
     fn ledger_meta(&self, ledger: LedgerId) -> Result<Option<LedgerMeta>, StorageError>;
+    /// Whether the ledger is fenced (false when it is unknown): what every add checks, so
+    /// an implementation answers it without building a [`LedgerMeta`].
+    fn is_fenced(&self, ledger: LedgerId) -> Result<bool, StorageError> {
+        Ok(self.ledger_meta(ledger)?.is_some_and(|m| m.fenced))
+    }
     /// Creates the ledger with `key`, or checks `key` against the stored one: a stored
     /// all-zero key is replaced; a different non-zero key -> `MasterKeyConflict`.
     fn set_master_key(&self, ledger: LedgerId, key: &[u8]) -> Result<(), StorageError>;

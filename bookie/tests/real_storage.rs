@@ -287,3 +287,29 @@ async fn an_older_state_file_cannot_bring_back_a_deleted_ledger() {
         stop(server, storage).await;
     }
 }
+
+/// The add path asks `is_fenced` (one lookup) instead of building the ledger's
+/// `LedgerMeta`: the real storage's answer must be the one `ledger_meta` gives, for an
+/// unknown ledger, a negative id, a known one and a fenced one.
+#[tokio::test]
+async fn is_fenced_answers_as_ledger_meta_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, storage) = start(dir.path()).await;
+    let s = storage.store.storage.clone();
+    let meta_fenced = |l: i64| s.ledger_meta(l).unwrap().is_some_and(|m| m.fenced);
+    for l in [7, -1] {
+        assert!(!s.is_fenced(l).unwrap(), "ledger {l}");
+        assert_eq!(s.is_fenced(l).unwrap(), meta_fenced(l), "ledger {l}");
+    }
+    s.set_master_key(7, key().as_bytes()).unwrap();
+    assert!(!s.is_fenced(7).unwrap());
+    assert_eq!(s.is_fenced(7).unwrap(), meta_fenced(7));
+    assert!(s.set_fenced(7).unwrap());
+    assert!(s.is_fenced(7).unwrap());
+    assert_eq!(s.is_fenced(7).unwrap(), meta_fenced(7));
+    assert!(
+        !s.is_fenced(8).unwrap(),
+        "another ledger is not fenced by it"
+    );
+    stop(server, storage).await;
+}

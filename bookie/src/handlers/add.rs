@@ -33,11 +33,11 @@ impl Bookie {
         let write_data = self.options.journal_write_data;
         let submitted = self.with_write_handle(ledger, &add.master_key, At::Add, |state| {
             if !add.recovery {
-                let meta = store
+                let fenced = store
                     .storage
-                    .ledger_meta(ledger)
+                    .is_fenced(ledger)
                     .map_err(|e| status(&e, At::Storage))?;
-                if meta.is_some_and(|m| m.fenced) {
+                if fenced {
                     return Err(Status::Fenced);
                 }
             }

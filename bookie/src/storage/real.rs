@@ -98,6 +98,13 @@ impl LedgerStorage for EntryLogStorage {
         })
     }
 
+    fn is_fenced(&self, ledger: LedgerId) -> Result<bool, StorageError> {
+        let Ok(id) = u64::try_from(ledger) else {
+            return Ok(false);
+        };
+        self.with(|log| Ok(log.fenced_if_exists(id).unwrap_or(false)))
+    }
+
     fn set_master_key(&self, ledger: LedgerId, key: &[u8]) -> Result<(), StorageError> {
         let id = ledger_for_write(ledger)?;
         self.with(|log| log.set_master_key(id, key))
