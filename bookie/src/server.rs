@@ -590,7 +590,11 @@ async fn serve_connection(
                     let tx = tx.clone();
                     let budget = budget.clone();
                     let observer = shared.observer.clone();
-                    tokio::spawn(async move {
+                    // Boxed: the request's future is 680 bytes (the response queue's
+                    // and the send's futures live in it), and the runtime moves a task's
+                    // future several times on spawn and at each stage change; a box moves
+                    // as a pointer (docs/benchmarks.md, "Boxed request tasks").
+                    tokio::spawn(Box::pin(async move {
                         let reply = pending.await;
                         let bytes = codec::encode(&echo, &reply);
                         if let Some(o) = &observer {
@@ -622,7 +626,7 @@ async fn serve_connection(
                         drop(outstanding);
                         drop(permit);
                         drop(in_flight);
-                    });
+                    }));
                 }
             }
         }
