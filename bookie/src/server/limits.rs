@@ -28,11 +28,29 @@
 //! Known limit: a reader that holds a few KiB of an unfinished small frame waits for the
 //! rest of it while holding them; enough such stalled peers (1/4 of the budget's worth)
 //! could still fill the budget. Closing peers that stall at the cap is the next step.
+//!
+//! Taking permits ([`acquire_permits`], also used by `send_budget`): every request takes
+//! several, so the free case goes first, one compare-and-swap without the waiter that
+//! the awaited form builds and polls (docs/benchmarks.md, "Permits tried first").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
+
+/// Takes `n` permits of `sem`, waiting while they are not free. Trying first never
+/// overtakes a queued waiter: tokio's semaphore hands released permits to queued waiters
+/// before any become free, so free permits exist only while nobody waits for them (the
+/// awaited form's first poll makes the same check). Fails only if `sem` is closed.
+pub(super) async fn acquire_permits(
+    sem: &Arc<Semaphore>,
+    n: u32,
+) -> Result<OwnedSemaphorePermit, AcquireError> {
+    match sem.clone().try_acquire_many_owned(n) {
+        Ok(p) => Ok(p),
+        Err(_) => sem.clone().acquire_many_owned(n).await,
+    }
+}
 
 use crate::handlers::Op;
 
@@ -247,11 +265,11 @@ impl ConnectionLimits {
         };
         // The semaphores are never closed, so acquire cannot fail; if it ever did, we
         // would rather wait forever on this connection than run unbounded.
-        let connection = match conn.clone().acquire_owned().await {
+        let connection = match acquire_permits(conn, 1).await {
             Ok(p) => p,
             Err(_) => std::future::pending().await,
         };
-        let global = match global.clone().acquire_owned().await {
+        let global = match acquire_permits(global, 1).await {
             Ok(p) => p,
             Err(_) => std::future::pending().await,
         };
@@ -261,7 +279,7 @@ impl ConnectionLimits {
         let at_least = at_least.min(self.global.bytes_total);
         let bytes = if held < at_least {
             let more = (at_least - held) as u32;
-            match self.global.bytes.clone().acquire_many_owned(more).await {
+            match acquire_permits(&self.global.bytes, more).await {
                 Ok(p) => match bytes {
                     Some(mut b) => {
                         b.merge(p);
@@ -330,7 +348,7 @@ impl BufferBudget {
             return;
         }
         let want = (n - held) as u32;
-        match self.limits.bytes.clone().acquire_many_owned(want).await {
+        match acquire_permits(&self.limits.bytes, want).await {
             Ok(p) => self.add(p),
             Err(_) => std::future::pending().await,
         }
@@ -405,6 +423,27 @@ impl Drop for Waiting<'_> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Trying first must not let a small request overtake a larger one queued before it,
+    /// though some permits are free when the small one asks.
+    #[tokio::test]
+    async fn permits_tried_first_do_not_overtake_a_queued_waiter() {
+        let sem = Arc::new(Semaphore::new(10));
+        let held = acquire_permits(&sem, 6).await.unwrap();
+        let big = tokio::spawn({
+            let sem = sem.clone();
+            async move { acquire_permits(&sem, 8).await.unwrap() }
+        });
+        while sem.available_permits() > 0 {
+            tokio::task::yield_now().await; // the big one queues, holding the 4 free
+        }
+        let small = tokio::time::timeout(Duration::from_millis(50), acquire_permits(&sem, 1));
+        assert!(small.await.is_err(), "the small request overtook the queued one");
+        drop(held);
+        let big = big.await.unwrap();
+        assert_eq!(big.num_permits(), 8);
+        assert_eq!(acquire_permits(&sem, 2).await.unwrap().num_permits(), 2);
+    }
 
     #[tokio::test]
     async fn per_connection_cap_blocks_until_release() {

@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+
+use super::limits::acquire_permits;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Permits of a budget of `bytes` (a semaphore's permits, 1..=u32::MAX).
@@ -103,11 +105,11 @@ impl ResponseBudget {
         // still bounded by the queue length.
         let share = match n.min(self.share_capacity) {
             0 => None,
-            want => self.share.clone().acquire_many_owned(want).await.ok(),
+            want => acquire_permits(&self.share, want).await.ok(),
         };
         let send = match n.min(self.send_capacity) {
             0 => None,
-            want => self.send.clone().acquire_many_owned(want).await.ok(),
+            want => acquire_permits(&self.send, want).await.ok(),
         };
         (share, send)
     }
