@@ -593,7 +593,7 @@ async fn serve_connection(
                     // Boxed: the request's future is 680 bytes (the response queue's
                     // and the send's futures live in it), and the runtime moves a task's
                     // future several times on spawn and at each stage change; a box moves
-                    // as a pointer (docs/benchmarks.md, "Boxed request tasks").
+                    // as a pointer (docs/benchmarks.md, "A cheaper user-space path per add").
                     tokio::spawn(Box::pin(async move {
                         let reply = pending.await;
                         let bytes = codec::encode(&echo, &reply);

@@ -31,7 +31,8 @@
 //!
 //! Taking permits ([`acquire_permits`], also used by `send_budget`): every request takes
 //! several, so the free case goes first, one compare-and-swap without the waiter that
-//! the awaited form builds and polls (docs/benchmarks.md, "Permits tried first").
+//! the awaited form builds and polls (docs/benchmarks.md, "A cheaper user-space path per
+//! add").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
