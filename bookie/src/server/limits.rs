@@ -439,7 +439,10 @@ mod tests {
             tokio::task::yield_now().await; // the big one queues, holding the 4 free
         }
         let small = tokio::time::timeout(Duration::from_millis(50), acquire_permits(&sem, 1));
-        assert!(small.await.is_err(), "the small request overtook the queued one");
+        assert!(
+            small.await.is_err(),
+            "the small request overtook the queued one"
+        );
         drop(held);
         let big = big.await.unwrap();
         assert_eq!(big.num_permits(), 8);
