@@ -71,13 +71,6 @@ impl EntryLog {
         Ok(changed)
     }
 
-    /// Whether the ledger is fenced, `None` when it is unknown: the add path's check, one
-    /// lookup under one lock (what `ledger_exists` then `is_fenced` would take twice).
-    pub fn fenced_if_exists(&self, ledger: u64) -> Option<bool> {
-        let g = self.shared.inner.lock();
-        g.index.ledgers.get(&ledger).map(|m| m.fenced)
-    }
-
     /// Whether the ledger is fenced.
     pub fn is_fenced(&self, ledger: u64) -> Result<bool> {
         let g = self.shared.inner.lock();

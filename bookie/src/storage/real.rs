@@ -102,7 +102,11 @@ impl LedgerStorage for EntryLogStorage {
         let Ok(id) = u64::try_from(ledger) else {
             return Ok(false);
         };
-        self.with(|log| Ok(log.fenced_if_exists(id).unwrap_or(false)))
+        // One lookup under one lock; an unknown ledger is not fenced.
+        self.with(|log| match log.is_fenced(id) {
+            Err(bk_entrylog::Error::NoLedger(_)) => Ok(false),
+            r => r,
+        })
     }
 
     fn set_master_key(&self, ledger: LedgerId, key: &[u8]) -> Result<(), StorageError> {
