@@ -39,6 +39,8 @@ use std::sync::Arc;
 
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
+use crate::handlers::Op;
+
 /// Takes `n` permits of `sem`, waiting while they are not free. Trying first never
 /// overtakes a queued waiter: tokio's semaphore hands released permits to queued waiters
 /// before any become free, so free permits exist only while nobody waits for them (the
@@ -52,8 +54,6 @@ pub(super) async fn acquire_permits(
         Err(_) => sem.clone().acquire_many_owned(n).await,
     }
 }
-
-use crate::handlers::Op;
 
 /// Caps (stock keys in parentheses; 0 there means "off", which maps to the built-in cap
 /// so that nothing is unbounded).

@@ -24,9 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::limits::acquire_permits;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Permits of a budget of `bytes` (a semaphore's permits, 1..=u32::MAX).
 pub(super) fn send_permits(bytes: usize) -> usize {
