@@ -560,14 +560,18 @@ async fn serve_connection(
                         std::task::Poll::Ready(std::future::Future::poll(admit.as_mut(), cx))
                     })
                     .await;
-                    let permit = match first {
-                        std::task::Poll::Ready(p) => p,
+                    // When processing began: for an add admitted at once, its arrival (no
+                    // second clock read on the add path); after a read's reply slot or any
+                    // wait for admission, now.
+                    let (permit, dispatched) = match first {
+                        std::task::Poll::Ready(p) if reply_slot.is_none() => (p, started),
+                        std::task::Poll::Ready(p) => (p, std::time::Instant::now()),
                         std::task::Poll::Pending => {
                             let blocked_at = std::time::Instant::now();
                             if let Some(o) = &shared.observer {
                                 o.blocked(kind);
                             }
-                            tokio::select! {
+                            let p = tokio::select! {
                                 p = &mut admit => {
                                     if let Some(o) = &shared.observer {
                                         o.unblocked(kind, Some(blocked_at.elapsed()));
@@ -580,10 +584,10 @@ async fn serve_connection(
                                     }
                                     break 'conn Ok(());
                                 }
-                            }
+                            };
+                            (p, std::time::Instant::now())
                         }
                     };
-                    let dispatched = std::time::Instant::now();
                     let reads_last_entry =
                         matches!(&op, crate::handlers::Op::Read(r) if r.entry == -1);
                     let pending = shared.dispatch(op);
@@ -598,10 +602,11 @@ async fn serve_connection(
                         let reply = pending.await;
                         let bytes = codec::encode(&echo, &reply);
                         if let Some(o) = &observer {
+                            let now = std::time::Instant::now();
                             o.finished(
                                 kind,
-                                started.elapsed(),
-                                dispatched.elapsed(),
+                                now.saturating_duration_since(started),
+                                now.saturating_duration_since(dispatched),
                                 reply.status(),
                                 frame_len,
                                 bytes.len(),

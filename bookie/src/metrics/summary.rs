@@ -79,7 +79,11 @@ impl Outcome {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(v, Ordering::Relaxed);
         self.current.buckets[bucket_of(v)].fetch_add(1, Ordering::Relaxed);
-        self.current.max.fetch_max(v, Ordering::Relaxed);
+        // Most values are not a new maximum: a plain load skips the compare-and-swap loop
+        // that `fetch_max` is on x86. A racing larger store only makes this one redundant.
+        if v > self.current.max.load(Ordering::Relaxed) {
+            self.current.max.fetch_max(v, Ordering::Relaxed);
+        }
     }
 
     fn rotate(&self) {
