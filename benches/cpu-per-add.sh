@@ -23,7 +23,9 @@
 # Before each measured run a WARMUP-second run (default 5) of the same shape warms the
 # JVM's JIT and both bookies' caches and connections; its CPU is not counted. The client's
 # own CPU per add is reported too (bkbench's rusage): if it nears 1 core in pinned mode the
-# client, not the bookie, is the limit. Both bookies have 256 MiB write and read caches and
+# client, not the bookie, is the limit. So are the bookie's context switches per add
+# (voluntary + involuntary, summed over /proc/PID/task/*/status before and after the run):
+# at a fixed rate a bookie pays its wake-ups per client burst, and this column shows it. Both bookies have 256 MiB write and read caches and
 # the journal fsynced before every ack (the same set-up as compare.sh).
 # Output: one line per run, then per mode a table of medians with (min-max) ranges and the
 # ratios, also written to $BK_CPU_DIR/results/summary.txt with every JSON report.
@@ -92,6 +94,13 @@ trap cleanup EXIT
 # /proc/PID/stat, counted after the command name (which may hold spaces) closes with ')'.
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
+# Context switches (voluntary + involuntary) of every live thread of a process. A thread
+# that ends during the run takes its count with it, so this is a floor; the bookies' threads
+# live as long as the process.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
 # bkbench in the write-1k-max shape; extra arguments are appended (rate, runtime, output).
 bench() { # port pin-prefix... -- args...
   local port=$1; shift
@@ -148,6 +157,7 @@ start_side() { # side pin|nopin
 
 # One measured run; appends a line to runs.tsv:
 # mode rate round side adds adds/s bookie_us_per_add client_us_per_add p50_ms p99_ms
+# bookie_ctx_switches_per_add
 run_one() { # mode rate round side
   local mode=$1 rate=$2 round=$3 side=$4 port pin=nopin cpin=() extra=()
   port=$OURS_PORT; [[ $side == java ]] && port=$JAVA_PORT
@@ -159,8 +169,9 @@ run_one() { # mode rate round side
     --output=/dev/null 2>"$DIR/bench.err" || rc=$?
   # bkbench exits 2 when some requests failed (counted in its report), 1 when it could not run.
   (( rc <= 2 )) || die "warm-up run against $side failed (exit $rc; $DIR/bench.err, $DIR/$side.log)"
-  local out="$RESULTS/cpu-$mode-$rate-$round-$side.json" t0 t1 times client_s
+  local out="$RESULTS/cpu-$mode-$rate-$round-$side.json" t0 t1 c0 c1 times client_s
   t0=$(cpu_ticks "$PID")
+  c0=$(ctx_switches "$PID")
   # `times` in the subshell prints the subshell's then its children's (bkbench's) CPU.
   times=$( ( rc=0
       bench "$port" "${cpin[@]}" -- "${extra[@]}" --runtime="${DURATION}s" \
@@ -168,6 +179,7 @@ run_one() { # mode rate round side
       (( rc <= 2 )) || exit 1
       times ) | tail -1 ) || die "bkbench failed against $side ($DIR/bench.err)"
   t1=$(cpu_ticks "$PID")
+  c1=$(ctx_switches "$PID")
   client_s=$(awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }' <<<"$times")
   kill -0 "$PID" 2>/dev/null || die "$side bookie died during the run (log: $DIR/$side.log)"
   cp "$DIR/$side.log" "$RESULTS/cpu-$mode-$rate-$round-$side.log" 2>/dev/null || true
@@ -182,11 +194,12 @@ run_one() { # mode rate round side
   [[ $errors == 0 ]] || log "WARNING: $errors failed adds against $side in $out"
   awk -v m="$mode" -v r="$rate" -v n="$round" -v s="$side" -v a="$adds" -v i="$iops" \
     -v dt=$((t1 - t0)) -v hz="$CLK_TCK" -v c="$client_s" -v p50="$p50" -v p99="$p99" \
-    'BEGIN { printf "%s\t%s\t%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.3f\t%.3f\n",
-             m, r, n, s, a, i, dt / hz * 1e6 / a, c * 1e6 / a, p50, p99 }' | tee -a "$RESULTS/runs.tsv" >&2
+    -v dc=$((c1 - c0)) \
+    'BEGIN { printf "%s\t%s\t%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\n",
+             m, r, n, s, a, i, dt / hz * 1e6 / a, c * 1e6 / a, p50, p99, dc / a }' | tee -a "$RESULTS/runs.tsv" >&2
 }
 
-log "runs: mode rate round side adds adds/s bookie_us/add client_us/add p50_ms p99_ms"
+log "runs: mode rate round side adds adds/s bookie_us/add client_us/add p50_ms p99_ms bookie_ctx_switches/add"
 for mode in $MODES; do
   rates=$RATES; [[ $mode == pinned ]] && rates=max
   for rate in ${rates//,/ }; do
@@ -209,14 +222,15 @@ done
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 groups = {}
-for m, r, n, s, adds, iops, bus, cus, p50, p99 in rows:
+for m, r, n, s, adds, iops, bus, cus, p50, p99, ctx in rows:
     groups.setdefault((m, r), {}).setdefault(s, []).append(
-        (float(iops), float(bus), float(cus), float(p50), float(p99)))
+        (float(iops), float(bus), float(cus), float(p50), float(p99), float(ctx)))
 def cell(vals, fmt):
     med = statistics.median(vals)
     return f"{fmt.format(med)} ({fmt.format(min(vals))}–{fmt.format(max(vals))})", med
 cols = [("adds/s", 0, "{:.0f}"), ("bookie CPU µs/add", 1, "{:.1f}"),
-        ("client CPU µs/add", 2, "{:.1f}"), ("p50 ms", 3, "{:.2f}"), ("p99 ms", 4, "{:.2f}")]
+        ("client CPU µs/add", 2, "{:.1f}"), ("p50 ms", 3, "{:.2f}"), ("p99 ms", 4, "{:.2f}"),
+        ("bookie ctx switches/add", 5, "{:.3f}")]
 for (m, r), sides in groups.items():
     title = f"pinned (bookie on CPU 0, client on CPU 1), max rate" if m == "pinned" else f"fixed rate {r} adds/s"
     print(f"**{title}**, median (min–max) of {max(len(v) for v in sides.values())} runs")
@@ -236,7 +250,8 @@ for (m, r), sides in groups.items():
             print(f"| ratio | ours/{other} {meds[('ours', 0)] / meds[(other, 0)]:.2f}× "
                   f"| {other}/ours {meds[(other, 1)] / meds[('ours', 1)]:.2f}× | "
                   f"| {other}/ours {meds[(other, 3)] / meds[('ours', 3)]:.2f}× "
-                  f"| {other}/ours {meds[(other, 4)] / meds[('ours', 4)]:.2f}× |")
+                  f"| {other}/ours {meds[(other, 4)] / meds[('ours', 4)]:.2f}× "
+                  f"| {other}/ours {meds[(other, 5)] / max(meds[('ours', 5)], 1e-9):.2f}× |")
     print()
 PY
 } | tee "$RESULTS/summary.txt"
