@@ -25,8 +25,9 @@
 # own CPU per add is reported too (bkbench's rusage): if it nears 1 core in pinned mode the
 # client, not the bookie, is the limit. So are the bookie's context switches per add
 # (voluntary + involuntary, summed over /proc/PID/task/*/status before and after the run):
-# at a fixed rate a bookie pays its wake-ups per client burst, and this column shows it. Both bookies have 256 MiB write and read caches and
-# the journal fsynced before every ack (the same set-up as compare.sh).
+# at a fixed rate a bookie pays its wake-ups per client burst, and this column shows it.
+# Both bookies have 256 MiB write and read caches and the journal fsynced before every ack
+# (the same set-up as compare.sh).
 # Output: one line per run, then per mode a table of medians with (min-max) ranges and the
 # ratios, also written to $BK_CPU_DIR/results/summary.txt with every JSON report.
 set -euo pipefail
