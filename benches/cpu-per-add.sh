@@ -7,19 +7,18 @@
 #   MODES=pinned ROUNDS=5 benches/cpu-per-add.sh
 #   PROTOCOL=v3 DURATION=10 benches/cpu-per-add.sh
 #   SIDES="ours base java" BASE_BOOKIE_BIN=/path/to/older/bookie benches/cpu-per-add.sh
+#                                                # before/after: another bookie-rs build as "base"
 #   MODES=pinned IODEPTH=1024 benches/cpu-per-add.sh   # more adds in flight than the standard 256
 #   JAVA_SET="journalMaxGroupWaitMSec=0" benches/cpu-per-add.sh  # extra bk_server.conf lines
-#                                                # before/after: another bookie-rs build as "base"
 #
 # Two modes, each run ROUNDS times with the two bookies alternating (round 1 ours first,
 # round 2 Java first, ...), every run on fresh bookies and empty data directories under
 # $BK_CPU_DIR (default /var/tmp/bk-cpu: one disk for both):
 #   rate    bkbench (its `write-1k-max` shape: 1 KiB v2 adds, 16 ledgers, 4 connections,
 #           IODEPTH in flight, default 256) held at a fixed rate (RATES, adds/s, default
-#           20000). The figure:
-#           the bookie process's CPU (utime + stime of /proc/PID/stat: all its threads)
-#           over the measured run, divided by the adds acknowledged in it; p50 / p99 from
-#           bkbench.
+#           20000). The figure: the bookie process's CPU (utime + stime of /proc/PID/stat:
+#           all its threads) over the measured run, divided by the adds acknowledged in it;
+#           p50 / p99 from bkbench.
 #   pinned  every thread of the bookie (and of its ZooKeeper, for Java) on CPU 0
 #           (`taskset -c 0` at exec, so each thread inherits it), bkbench on CPU 1, no rate
 #           limit: max adds/s, CPU per add, p99.
