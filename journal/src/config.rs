@@ -43,8 +43,19 @@ pub struct JournalConfig {
     /// per journal directory.
     pub queue_records_max: usize,
     /// `journalMaxBackups` (default 2 here): free segment files kept for reuse;
-    /// further segments freed by a checkpoint are deleted.
+    /// further segments freed by a checkpoint are deleted. With
+    /// `free_segments_follow_checkpoints`, the fewest kept.
     pub free_segments_max: usize,
+    /// Whether the free pool follows what checkpoints free (default false; the bookie
+    /// sets it when `journalMaxBackups` is not set): a checkpoint that frees `n`
+    /// segments lets the pool keep `n` of them, at least `free_segments_max` and at most
+    /// [`crate::FREE_SEGMENTS_FOLLOWED_MAX`], because the next checkpoint
+    /// interval will likely fill as many. A fixed pool smaller than that deletes the
+    /// rest, and their successors are new files whose unwritten extents make every
+    /// group's write and fdatasync convert them (docs/benchmarks.md, "Recycled
+    /// segments under sustained load"). The journal's footprint never exceeds what was
+    /// live before the checkpoint.
+    pub free_segments_follow_checkpoints: bool,
     /// Open segment files with O_DIRECT (default true; the sim ignores it).
     pub direct_io: bool,
     /// Where acknowledgements are sent from (`ack` module): None (the default), the
@@ -64,6 +75,7 @@ impl Default for JournalConfig {
             in_flight_bytes_max: 64 << 20,
             queue_records_max: 10_000,
             free_segments_max: 2,
+            free_segments_follow_checkpoints: false,
             direct_io: true,
             ack_delivery: None,
         }

@@ -59,6 +59,7 @@ pub use journal::{AppendFuture, DiskFactory, Driver, Journal, JournalMark};
 pub use metrics::{JournalMetrics, MetricsSnapshot};
 pub use record::{Record, RecordKind, TypedRecord, MASTER_KEY_LEN};
 pub use replay::{DirReplay, Replay, ReplayedRecord, TornTail};
+pub use segments::FREE_SEGMENTS_FOLLOWED_MAX;
 
 /// A record's sequence number in its journal directory: > 0, strictly increasing in
 /// append order, never reused (numbers may be skipped after a recovery).

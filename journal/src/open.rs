@@ -16,7 +16,7 @@ use crate::error::JournalError;
 use crate::format::{self, classify_name, DirEntryKind};
 use crate::newest::Newest;
 use crate::replay::{self, DirReplay, ReplayedRecord, SegFile};
-use crate::segments::SegmentFiles;
+use crate::segments::{SegmentFiles, FREE_SEGMENTS_FOLLOWED_MAX};
 use crate::Seq;
 use bk_disk::{Disk, OpenOptions};
 use std::collections::BTreeMap;
@@ -200,7 +200,16 @@ pub(crate) fn open_dir(
         direct: config.direct_io,
         free: Vec::new(),
         next_free_n: free.last().map(|(n, _)| n + 1).unwrap_or(0),
-        free_max: config.free_segments_max,
+        // A pool that follows checkpoints keeps what it finds (up to its most): the
+        // files are there already; the first checkpoint sets its size.
+        free_max: if config.free_segments_follow_checkpoints {
+            FREE_SEGMENTS_FOLLOWED_MAX.max(config.free_segments_max)
+        } else {
+            config.free_segments_max
+        },
+        free_follow_min: config
+            .free_segments_follow_checkpoints
+            .then_some(config.free_segments_max),
         created: 0,
         recycled: 0,
     };

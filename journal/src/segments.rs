@@ -42,6 +42,12 @@ const ZERO_CHUNK: usize = 1 << 20;
 /// journal's own segments never take the room its checkpoint file needs.
 pub(crate) const SPACE_HEADROOM: u64 = 1 << 20;
 
+/// The most free segments a pool that follows checkpoints keeps
+/// (`JournalConfig::free_segments_follow_checkpoints`): 8 GiB of the default 128 MiB
+/// segments, so a checkpoint delayed for long (a full ledger disk) does not leave a
+/// pool the size of everything it freed.
+pub const FREE_SEGMENTS_FOLLOWED_MAX: usize = 64;
+
 /// The free pool and segment-file operations of one journal directory.
 pub(crate) struct SegmentFiles {
     pub dir: PathBuf,
@@ -52,7 +58,11 @@ pub(crate) struct SegmentFiles {
     /// Free files (n, path, length), oldest first.
     pub free: Vec<(u64, PathBuf, u64)>,
     pub next_free_n: u64,
+    /// Free files kept at most: [`SegmentFiles::recycle`] retires the rest.
     pub free_max: usize,
+    /// With a pool that follows checkpoints, the fewest `free_max` becomes
+    /// ([`SegmentFiles::follow_checkpoint`]); None for a fixed pool.
+    pub free_follow_min: Option<usize>,
     /// Counters for metrics.
     pub created: u64,
     pub recycled: u64,
@@ -335,6 +345,17 @@ impl SegmentFiles {
         len <= self.segment_bytes
             && len >= self.segment_min
             && len.is_multiple_of(bk_disk::SECTOR as u64)
+    }
+
+    /// Before a checkpoint's `freed` segments are recycled: a pool that follows
+    /// checkpoints keeps as many as this one frees (the next interval will likely take
+    /// as many new segments), between its minimum and [`FREE_SEGMENTS_FOLLOWED_MAX`].
+    /// Files already in the pool count: what a lighter interval left unused is kept
+    /// instead of newly freed ones, so the pool shrinks with the load.
+    pub fn follow_checkpoint(&mut self, freed: usize) {
+        if let Some(min) = self.free_follow_min {
+            self.free_max = freed.clamp(min, FREE_SEGMENTS_FOLLOWED_MAX.max(min));
+        }
     }
 
     /// Recycles a segment file holding no live record into the free pool, or, when

@@ -77,6 +77,8 @@ fn random_config(rng: &mut ChaCha8Rng) -> JournalConfig {
         direct_io: false,
         group_wait_max: None,
         ack_delivery: None,
+        // Drawn last, so the draws above stay what earlier seeds drew.
+        free_segments_follow_checkpoints: rng.random_range(0..2) == 1,
     }
 }
 

@@ -94,6 +94,10 @@ pub fn journal_config(cfg: &BookieConfig) -> JournalConfig {
             .unwrap_or(d.in_flight_bytes_max),
         queue_records_max: cfg.journal_queue_size,
         free_segments_max: cfg.journal_max_backups.unwrap_or(d.free_segments_max),
+        // Unset: the pool keeps what each checkpoint frees (at least 2), so a sustained
+        // load writes into recycled segments, not into new ones whose unwritten extents
+        // every group converts (ARCHITECTURE.md, Journal).
+        free_segments_follow_checkpoints: cfg.journal_max_backups.is_none(),
         ..d
     }
 }
@@ -165,18 +169,21 @@ mod tests {
 
     #[test]
     fn journal_sizing_keys_apply_only_when_set() {
-        // Absent: greedy group commit, 128 MiB segments, 2 free segments, whatever
-        // Java's defaults (2 ms, 2048 MB, 5) would say.
+        // Absent: greedy group commit, 128 MiB segments, a free pool that follows the
+        // checkpoints (at least 2 segments), whatever Java's defaults (2 ms, 2048 MB, 5)
+        // would say.
         let d = journal_of("");
         assert_eq!(d.group_wait_max, None);
         assert_eq!(d.segment_bytes, 128 << 20);
         assert_eq!(d.free_segments_max, 2);
+        assert!(d.free_segments_follow_checkpoints);
         // Set: applied (the segment size capped at 256 MiB).
         let s =
             journal_of("journalMaxGroupWaitMSec=3\njournalMaxSizeMB=4096\njournalMaxBackups=7\n");
         assert_eq!(s.group_wait_max, Some(Duration::from_millis(3)));
         assert_eq!(s.segment_bytes, 256 << 20);
         assert_eq!(s.free_segments_max, 7);
+        assert!(!s.free_segments_follow_checkpoints);
         // journalFlushWhenQueueEmpty=true keeps group commit greedy, as in Java.
         let f = journal_of("journalMaxGroupWaitMSec=3\njournalFlushWhenQueueEmpty=true\n");
         assert_eq!(f.group_wait_max, None);

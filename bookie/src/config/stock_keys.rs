@@ -132,7 +132,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     // ---- journal (docs/config.md §1.3) ----
     ("journalFormatVersionToWrite", H("6 journals explicit-LAC records, 5 and below do not (the segment format is bookie-rs's own either way)")),
     ("journalMaxSizeMB", H("when set, the journal segment size, capped at 256 MiB (unset: 128 MiB; Java's 2048 is not applied)")),
-    ("journalMaxBackups", H("when set, the free journal segments kept for reuse (unset: 2; Java's 5 is not applied)")),
+    ("journalMaxBackups", H("when set, the free journal segments kept for reuse (unset: as many as the latest checkpoint freed, 2 to 64; Java's 5 is not applied)")),
     ("journalPreAllocSizeMB", H("the shortest journal segment made on a full journal disk (at least one frame plus 1 MiB)")),
     ("journalWriteBufferSizeKB", N("a group is written in one aligned write of its own size: there is no write buffer to size")),
     ("journalRemoveFromPageCache", N("journal segments are written with O_DIRECT, so they never enter the page cache")),
@@ -148,7 +148,7 @@ pub const STOCK_KEYS: &[(&str, KeyEffect)] = &[
     ("journalQueueSize", H("records queued to the journal before adds wait")),
     ("journalMaxMemorySizeMb", H("the bytes of records in flight in a journal (at least 8 MiB)")),
     ("journalPageCacheFlushIntervalMSec", N("only meaningful with journalSyncData=false, which has no effect")),
-    ("journalReuseFiles", N("journal segments are always recycled (journalMaxBackups free ones kept)")),
+    ("journalReuseFiles", N("journal segments are always recycled (the free ones kept: see journalMaxBackups)")),
     ("numJournalCallbackThreads", N("acknowledgements are sent from the async runtime: there is no callback pool")),
     ("skipReplayJournalInvalidRecord", N("replay cuts a torn tail and fails start-up on corruption before it: records are never skipped")),
     ("journalChannelProvider", N("the journal writes through bookie-rs's own disk layer (io_uring, O_DIRECT)")),

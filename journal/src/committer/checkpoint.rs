@@ -215,6 +215,7 @@ impl Committer {
         if done.is_empty() {
             return Ok(());
         }
+        self.files.follow_checkpoint(done.len());
         let mut doomed = Vec::new();
         for (id, len) in &done {
             let path = self.files.path_of(*id);
