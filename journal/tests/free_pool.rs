@@ -56,7 +56,13 @@ fn a_fixed_pool_keeps_its_size() {
     fill(&j, 0, 500);
     let freed = checkpoint_all(&j, &fs, &d[0]);
     assert!(freed >= 4, "500 records span more segments: {freed}");
-    assert_eq!(free_segments(&fs, &d[0]), 2.max(leftover));
+    // Plus, at most, a spare the committer finished after the checkpoint (it builds
+    // one whenever the pool is empty and adds it when done).
+    let (pool, want) = (free_segments(&fs, &d[0]), 2.max(leftover));
+    assert!(
+        pool == want || pool == want + 1,
+        "{pool} kept, {want} expected"
+    );
     j.shutdown();
 }
 
@@ -71,24 +77,36 @@ fn a_followed_pool_keeps_what_the_checkpoint_freed_and_does_not_grow() {
     let d = dirs(1);
     let (j, _, _) = open_collect(&d, &cfg, sim_factory(&fs)).unwrap();
     fill(&j, 0, 500);
-    assert_eq!(free_segments(&fs, &d[0]), 0, "the start-up spare was used");
+    // The start-up spare was used. The committer builds the next spare in its idle
+    // gaps whenever the pool is empty, and adds it to the pool when done, beyond any
+    // cap: a count taken at any moment may hold that one spare or not (timing).
+    assert!(
+        free_segments(&fs, &d[0]) <= 1,
+        "the start-up spare was used"
+    );
     let freed = checkpoint_all(&j, &fs, &d[0]);
     assert!(freed >= 4, "500 records span more segments: {freed}");
     // Every segment the checkpoint freed is kept, not just the minimum of 1.
-    assert_eq!(free_segments(&fs, &d[0]), freed);
+    let pool = free_segments(&fs, &d[0]);
+    assert!(
+        pool == freed || pool == freed + 1,
+        "{pool} kept, {freed} freed"
+    );
 
     // A lighter interval: fewer segments taken from the pool than it holds.
     fill(&j, 500, 100);
     let leftover = free_segments(&fs, &d[0]);
-    assert!(leftover >= 1 && leftover < freed, "{leftover} of {freed}");
+    assert!(leftover >= 1 && leftover <= freed, "{leftover} of {freed}");
     let freed2 = checkpoint_all(&j, &fs, &d[0]);
     assert!(freed2 >= 1);
     // The pool keeps what this checkpoint freed at most, counting what was left over:
-    // it does not grow past the larger of the two.
+    // it does not grow past the larger of the two (plus a spare finished late).
     let cap = freed2.max(1);
-    assert_eq!(
-        free_segments(&fs, &d[0]),
-        leftover.max((leftover + freed2).min(cap))
+    let want = leftover.max((leftover + freed2).min(cap));
+    let pool = free_segments(&fs, &d[0]);
+    assert!(
+        pool == want || pool == want + 1,
+        "{pool} kept, {want} expected"
     );
     j.shutdown();
 
