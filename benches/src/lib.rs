@@ -5,7 +5,8 @@
 //! command line, groups) -> job.rs (runs a job over client.rs connections, upgraded to TLS by
 //! tls.rs, paced by ratelimit.rs, measured by stats.rs) -> report.rs (text, JSON, CSV) and
 //! chart.rs (SVG); compare.rs builds the ours-vs-Java-vs-fio table. chaos/ is `bkchaos`, the
-//! drill runner (src/bin/bkchaos.rs), on the same client, statistics and chart.
+//! drill runner (src/bin/bkchaos.rs), on the same client, statistics and chart; ports.rs
+//! hands out the loopback ports of the servers it and the drill tests start.
 
 // A benchmark tool, not the bookie: it writes reports and scratch directories with std::fs
 // directly, so it is exempt from ARCHITECTURE.md invariant 1 (see clippy.toml).
@@ -18,6 +19,7 @@ pub mod compare;
 pub mod job;
 pub mod jobfile;
 pub mod options;
+pub mod ports;
 pub mod ratelimit;
 pub mod report;
 pub mod stats;

@@ -204,12 +204,9 @@ impl Drop for OutsideBookies {
     }
 }
 
+/// A loopback port below the ephemeral range (bkbench::ports says why).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    bkbench::ports::free_port().unwrap()
 }
 
 fn start_outside_bookies(dir: &Path, n: usize, extra: &[&str]) -> OutsideBookies {
@@ -264,6 +261,18 @@ fn a_drill_runs_against_bookies_it_did_not_start() {
     let out = run(&drills_dir().join("ledger-read-eio.drill"), &json);
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.code() != Some(0) {
+        // The outside bookies' logs die with the scratch directory: show them first.
+        for i in 0..outside.children.len() {
+            let log = tmp.path().join(format!("outside-{i}.log"));
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            println!("--- outside-{i}.log (last 40 lines)");
+            for line in tail.iter().rev() {
+                println!("{line}");
+            }
+        }
+    }
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let r = report(&json);
     assert_eq!(r["implementation"], "attached");

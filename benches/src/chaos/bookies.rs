@@ -16,12 +16,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::filesystem::LoopFilesystem;
+use crate::ports::free_port;
 
 /// How long a start may take until the bookie serves.
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -123,15 +124,6 @@ pub struct StartConfig {
     pub metadata_service_uri: Option<String>,
     /// Its address, for the registration checks.
     pub zk_addr: Option<String>,
-}
-
-/// A free TCP port on loopback (bound, then released).
-pub(crate) fn free_port() -> Result<u16, String> {
-    let l =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
 }
 
 impl Bookie {

@@ -52,7 +52,7 @@ impl ZooKeeper {
     pub async fn start_new(dir: &Path) -> Result<ZooKeeper, String> {
         let mut z = ZooKeeper {
             dir: dir.to_path_buf(),
-            port: super::bookies::free_port()?,
+            port: crate::ports::free_port()?,
             stopped: true,
             owners_before_stop: Vec::new(),
         };
