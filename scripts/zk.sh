@@ -37,21 +37,30 @@ install_zk() {
     [ -f "$ZK_JAR" ] || return 2
 }
 
+# A port for `start <dir> 0`: from 32000-32767, below the kernel's ephemeral range (32768 up by
+# default), where bind-to-0 and every outgoing connection take their ports and a port just
+# released is handed out again (a test's client could take it as its source port before
+# ZooKeeper binds it). The tests' own helpers hand out 20000-31999 (bookie/tests/ports,
+# bkbench::ports, tests/pulsar/launcher.sh), so this range is ZooKeeper's alone.
 free_port() {
-    if command -v python3 >/dev/null 2>&1; then
-        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-        return
-    fi
-    # No python: probe random high ports until one refuses connections.
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 40000))
-        if ! { exec 3<>/dev/tcp/127.0.0.1/"$p"; } 2>/dev/null; then
+    local p _
+    for _ in $(seq 1 2000); do
+        p=$((32000 + RANDOM % 768))
+        if command -v python3 >/dev/null 2>&1; then
+            if python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.close()' "$p" 2>/dev/null; then
+                echo "$p"
+                return 0
+            fi
+        elif ! { exec 3<>/dev/tcp/127.0.0.1/"$p"; } 2>/dev/null; then
+            # No python: a port that refuses connections is taken as free.
             echo "$p"
-            return
+            return 0
+        else
+            exec 3>&- 3<&-
         fi
-        exec 3>&- 3<&-
     done
+    echo "zk.sh: no free port in 32000-32767" >&2
+    return 1
 }
 
 ruok() {
@@ -72,7 +81,7 @@ start)
     install_zk || { echo "zk.sh: cannot install ZooKeeper" >&2; exit 2; }
     mkdir -p "$dir/data"
     dir=$(cd "$dir" && pwd)
-    if [ "$port" = 0 ]; then port=$(free_port); fi
+    if [ "$port" = 0 ]; then port=$(free_port) || exit 1; fi
     cat >"$dir/zoo.cfg" <<EOF
 tickTime=2000
 minSessionTimeout=1000
