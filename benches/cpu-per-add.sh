@@ -108,11 +108,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# utime + stime (clock ticks) of a process, all its threads: fields 14 and 15 of
+# "utime stime" (clock ticks) of a process, all its threads: fields 14 and 15 of
 # /proc/PID/stat, counted after the command name (which may hold spaces) closes with ')'.
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-# The same two fields apart: "utime stime".
-cpu_ticks_split() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
 
 # Every live thread of a process as "tid<TAB>name<TAB>utime<TAB>stime" (clock ticks).
 thread_ticks() {
@@ -231,10 +229,9 @@ run_one() { # mode rate round side
     --output=/dev/null 2>"$DIR/bench.err" || rc=$?
   # bkbench exits 2 when some requests failed (counted in its report), 1 when it could not run.
   (( rc <= 2 )) || die "warm-up run against $side failed (exit $rc; $DIR/bench.err, $DIR/$side.log)"
-  local out="$RESULTS/cpu-$mode-$rate-$round-$side.json" t0 t1 c0 c1 times client_s u0 s0 u1 s1
+  local out="$RESULTS/cpu-$mode-$rate-$round-$side.json" c0 c1 times client_s u0 s0 u1 s1
   thread_ticks "$PID" >"$DIR/threads.before"
-  read -r u0 s0 < <(cpu_ticks_split "$PID")
-  t0=$(cpu_ticks "$PID")
+  read -r u0 s0 < <(cpu_ticks "$PID")
   c0=$(ctx_switches "$PID")
   # `times` in the subshell prints the subshell's then its children's (bkbench's) CPU.
   times=$( ( rc=0
@@ -242,9 +239,8 @@ run_one() { # mode rate round side
         --output-format=json --output="$out" >/dev/null 2>"$DIR/bench.err" || rc=$?
       (( rc <= 2 )) || exit 1
       times ) | tail -1 ) || die "bkbench failed against $side ($DIR/bench.err)"
-  t1=$(cpu_ticks "$PID")
+  read -r u1 s1 < <(cpu_ticks "$PID")
   c1=$(ctx_switches "$PID")
-  read -r u1 s1 < <(cpu_ticks_split "$PID")
   thread_ticks "$PID" >"$DIR/threads.after"
   client_s=$(awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }' <<<"$times")
   kill -0 "$PID" 2>/dev/null || die "$side bookie died during the run (log: $DIR/$side.log)"
@@ -261,7 +257,7 @@ run_one() { # mode rate round side
   thread_table "$DIR/threads.before" "$DIR/threads.after" "$adds" "$CLK_TCK" \
     >"${out%.json}.threads.tsv"
   awk -v m="$mode" -v r="$rate" -v n="$round" -v s="$side" -v a="$adds" -v i="$iops" \
-    -v dt=$((t1 - t0)) -v hz="$CLK_TCK" -v c="$client_s" -v p50="$p50" -v p99="$p99" \
+    -v dt=$((u1 + s1 - u0 - s0)) -v hz="$CLK_TCK" -v c="$client_s" -v p50="$p50" -v p99="$p99" \
     -v dc=$((c1 - c0)) -v du=$((u1 - u0)) -v ds=$((s1 - s0)) \
     'BEGIN { printf "%s\t%s\t%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\t%.2f\t%.2f\n",
              m, r, n, s, a, i, dt / hz * 1e6 / a, c * 1e6 / a, p50, p99, dc / a,
