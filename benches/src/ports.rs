@@ -1,5 +1,6 @@
-//! Loopback ports for the servers bkchaos and the drill tests start (bookies, their admin
-//! HTTP ports, the drill's ZooKeeper).
+//! Loopback ports for the servers bkchaos and the tests start (bookies, their admin HTTP
+//! ports, the drill's ZooKeeper): bkchaos, benches/tests and the bookie's own tests
+//! (bookie/tests/ports/mod.rs) all take them from here.
 //!
 //! Why not `bind("127.0.0.1:0")` and drop: the kernel hands such ports out of the ephemeral
 //! range (32768–60999 by default), the same range every outgoing connection (a load client,
@@ -7,8 +8,7 @@
 //! handed out again to the next caller. Two servers then race for one port and the loser
 //! exits at start (CI saw an attached drill wait 60 s for a bookie that never came up). So
 //! ports here come from below the ephemeral range, each at most once per process, and only
-//! after a bind shows the port is free right now. The bookie's own tests follow the same rule
-//! (bookie/tests/ports/mod.rs).
+//! after a bind shows the port is free right now.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};

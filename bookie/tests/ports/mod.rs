@@ -1,44 +1,12 @@
-//! Loopback ports for the servers a test starts (bookies, their admin HTTP ports).
-//!
-//! Why not `bind("127.0.0.1:0")` and drop: the kernel hands such ports out of the ephemeral
-//! range (32768–60999 here), the same range that every outgoing connection (a bookie's
-//! ZooKeeper session, a client) takes its source port from, and a port just released may be
-//! handed out again to the next caller. Two servers of one test then race for one port, and
-//! the loser's clients talk to the winner (CI saw a Java bookie's admin port answered by a
-//! bookie's protocol port, which closes on an HTTP request). So ports here come from below
-//! the ephemeral range, each at most once per test process, and only after a bind shows the
-//! port is free right now.
+//! Loopback ports for the servers a test starts (bookies, their admin HTTP ports): from
+//! `bkbench::ports`, the one rule bkchaos and the drill tests follow too. Its doc says why not
+//! `bind("127.0.0.1:0")`: such a port comes from the ephemeral range and may be handed out
+//! again, also as a client's source port. CI saw it here as a Java bookie's admin port answered
+//! by a bookie's protocol port, which closes on an HTTP request.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicU32, Ordering};
-
-/// The first port of the range and its size: 20000–31999, below Linux's default ephemeral
-/// range (`net.ipv4.ip_local_port_range`), so no outgoing connection takes one of these.
-const RANGE_START: u32 = 20_000;
-const RANGE_LEN: u32 = 12_000;
-
-/// The next offset into the range, starting where this process's id points so that test
-/// processes running side by side (helpers, a second checkout) start far apart.
-static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-
-/// A loopback port that nothing listens on now and that this process has not handed out before.
+/// A loopback port below the ephemeral range that nothing listens on now and that this test
+/// process has not handed out before.
 pub fn free_port() -> u16 {
-    let _ = NEXT.compare_exchange(
-        u32::MAX,
-        (std::process::id().wrapping_mul(7919)) % RANGE_LEN,
-        Ordering::SeqCst,
-        Ordering::SeqCst,
-    );
-    for _ in 0..RANGE_LEN {
-        let offset = NEXT.fetch_add(1, Ordering::SeqCst) % RANGE_LEN;
-        let port = (RANGE_START + offset) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!(
-        "no free loopback port in {RANGE_START}..{}",
-        RANGE_START + RANGE_LEN
-    );
+    bkbench::ports::free_port().expect("a free loopback port")
 }
