@@ -63,13 +63,21 @@ static long woff;
 
 static void die(const char *what) { perror(what); exit(1); }
 
+/* Where a batch of `bytes` goes: rounded up to 4 KiB, the region written circularly.
+ * Returns the offset and sets *len. */
+static long next_write(long bytes, long *len) {
+    *len = (bytes + 4095) & ~4095L;
+    if (woff + *len > REGION) woff = 0;
+    long at = woff;
+    woff += *len;
+    return at;
+}
+
 /* One durable batch: O_DIRECT pwrite, then fdatasync. */
 static void make_durable(long bytes) {
-    long n = (bytes + 4095) & ~4095L;
-    if (woff + n > REGION) woff = 0;
-    if (pwrite(data_fd, wbuf, n, woff) != n) die("pwrite");
+    long n, at = next_write(bytes, &n);
+    if (pwrite(data_fd, wbuf, n, at) != n) die("pwrite");
     if (fdatasync(data_fd)) die("fdatasync");
-    woff += n;
 }
 
 /* MODE 2's committer: batch sizes come through `handed`, completions go back. */
@@ -93,6 +101,13 @@ static void *committer(void *unused) {
 
 static char rbuf[1 << 20], resp[1 << 16];
 static long partial[MAXC];
+/* Counts `got` more bytes from connection k; returns the whole requests they complete. */
+static long whole_requests(int k, long got) {
+    partial[k] += got;
+    long q = partial[k] / REQ;
+    partial[k] -= q * REQ;
+    return q;
+}
 /* Reads what socket k has; returns the whole requests completed. */
 static long read_requests(int k) {
     long got = 0;
@@ -101,10 +116,7 @@ static long read_requests(int k) {
         if (r <= 0) break;
         got += r;
     }
-    partial[k] += got;
-    long q = partial[k] / REQ;
-    partial[k] -= q * REQ;
-    return q;
+    return whole_requests(k, got);
 }
 static void send_responses(int k, long q) {
     long left = q * RESP;
@@ -177,9 +189,7 @@ static void serve_uring(int mode, int secs, long *requests_out, long *batches_ou
                 int k = (int)ud;
                 if (cqe->res == 0) { eof = 1; continue; } /* the client is done */
                 if (cqe->res < 0) { errno = -cqe->res; die("recv"); }
-                partial[k] += cqe->res;
-                long q = partial[k] / REQ;
-                partial[k] -= q * REQ;
+                long q = whole_requests(k, cqe->res);
                 pending[k] += q;
                 requests += q;
                 arm_recv(&ring, k);
@@ -209,12 +219,10 @@ static void serve_uring(int mode, int secs, long *requests_out, long *batches_ou
         batches++;
         busy = 1;
         for (int k = 0; k < conns; k++) { in_flight[k] = pending[k]; pending[k] = 0; }
-        wbytes = (total * REQ + 4095) & ~4095L;
-        if (woff + wbytes > REGION) woff = 0;
+        long at = next_write(total * REQ, &wbytes);
         struct io_uring_sqe *w = sqe_of(&ring);
-        io_uring_prep_write(w, data_fd, wbuf, wbytes, woff);
+        io_uring_prep_write(w, data_fd, wbuf, wbytes, at);
         io_uring_sqe_set_data64(w, UD_WRITE);
-        woff += wbytes;
         if (mode == 3) {
             w->flags |= IOSQE_IO_LINK;
             struct io_uring_sqe *f = sqe_of(&ring);
