@@ -314,13 +314,15 @@ for (m, r), sides in groups.items():
         print(f"| {s} | " + " | ".join(cells) + " |")
     for other in ("java", "base"):
         if ("ours", 1) in meds and (other, 1) in meds:
-            print(f"| ratio | ours/{other} {meds[('ours', 0)] / meds[(other, 0)]:.2f}× "
-                  f"| {other}/ours {meds[(other, 1)] / meds[('ours', 1)]:.2f}× | "
-                  f"| {other}/ours {meds[(other, 3)] / meds[('ours', 3)]:.2f}× "
-                  f"| {other}/ours {meds[(other, 4)] / meds[('ours', 4)]:.2f}× "
-                  f"| {other}/ours {meds[(other, 5)] / max(meds[('ours', 5)], 1e-9):.2f}× "
-                  f"| {other}/ours {meds[(other, 6)] / max(meds[('ours', 6)], 1e-9):.2f}× "
-                  f"| {other}/ours {meds[(other, 7)] / max(meds[('ours', 7)], 1e-9):.2f}× |")
+            # adds/s as ours/other, the costs as other/ours; no ratio for the client's CPU.
+            # Context switches and the user/system split (columns 5-7) may round to 0 for ours.
+            def cost_ratio(i):
+                ours = meds[("ours", i)]
+                return meds[(other, i)] / (max(ours, 1e-9) if i >= 5 else ours)
+            cells = [f"ours/{other} {meds[('ours', 0)] / meds[(other, 0)]:.2f}×"]
+            cells += ["" if i == 2 else f"{other}/ours {cost_ratio(i):.2f}×"
+                      for i in range(1, len(cols))]
+            print("| ratio | " + " | ".join(cells) + " |")
     print()
     # Per thread group: median user and system µs per add over the rounds (a thread group
     # absent from a round counts 0 there); groups under 0.1 µs/add in every round are left out.
